@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers point one way: mprobe (CLI) → MediaKit → MediaSource → ByteCache, RangeFetch → C modules.
+// ByteCache knows nothing of HTTP or FFmpeg; RangeFetch knows nothing of caching.
+let package = Package(
+    name: "mprobe",
+    products: [
+        .executable(name: "mprobe", targets: ["mprobe"]),
+        .library(name: "MediaKit", targets: ["MediaKit"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat libavcodec libavutil libswscale",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "ByteCache", dependencies: ["CSQLite"]),
+        .target(name: "RangeFetch", dependencies: ["CCurl"]),
+        .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch"]),
+        .target(name: "MediaKit", dependencies: ["MediaSource", "CFFmpeg"]),
+        .executableTarget(name: "mprobe", dependencies: ["MediaKit", "MediaSource", "ByteCache", "RangeFetch"]),
+
+        // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "ByteCacheTests", dependencies: ["ByteCache", "TestSupport"]),
+        .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "TestSupport"]),
+        .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,234 @@
+import Foundation
+
+/// The SQL side of the cache. Every function takes the connection from `ByteCache.index`'s lock.
+extension ByteCache {
+    static let schemaVersion: Int64 = 1
+
+    static func prepareSchema(_ db: SQLiteDatabase) throws {
+        // WAL lets readers in other processes proceed while one process commits.
+        try db.query("PRAGMA journal_mode=WAL")
+        try db.execute("""
+            PRAGMA synchronous=NORMAL;
+            PRAGMA foreign_keys=ON;
+            CREATE TABLE IF NOT EXISTS resources(
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                key TEXT NOT NULL UNIQUE,
+                url TEXT NOT NULL,
+                size INTEGER,
+                etag TEXT,
+                last_modified TEXT,
+                content_type TEXT,
+                created REAL NOT NULL,
+                last_access REAL NOT NULL,
+                generation INTEGER NOT NULL DEFAULT 1,
+                stored_bytes INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE IF NOT EXISTS ranges(
+                resource_id INTEGER NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
+                start INTEGER NOT NULL,
+                end INTEGER NOT NULL,
+                PRIMARY KEY(resource_id, start)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS resources_by_access ON resources(last_access);
+            """)
+        try db.execute("PRAGMA user_version=\(schemaVersion)")
+    }
+
+    static var now: Double { Date().timeIntervalSince1970 }
+
+    struct RowIdentity: Equatable {
+        let id: Int64
+        let generation: Int64
+    }
+
+    static func rowIdentity(db: SQLiteDatabase, key: String) throws -> RowIdentity? {
+        var found: RowIdentity?
+        try db.query("SELECT id, generation FROM resources WHERE key = ?", [.text(key)]) {
+            found = RowIdentity(id: $0.int(0), generation: $0.int(1))
+        }
+        return found
+    }
+
+    /// Finds or creates the row for `key` and marks it accessed now.
+    static func ensureRow(db: SQLiteDatabase, key: String, url: String) throws -> RowIdentity {
+        try db.writeTransaction {
+            let t = now
+            try db.query("""
+                INSERT INTO resources(key, url, created, last_access) VALUES(?, ?, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET last_access = excluded.last_access, url = excluded.url
+                """, [.text(key), .text(url), .double(t), .double(t)])
+            guard let row = try rowIdentity(db: db, key: key) else {
+                throw CacheError.corruptIndex("row for \(key) vanished inside its transaction")
+            }
+            return row
+        }
+    }
+
+    static func deleteRow(db: SQLiteDatabase, id: Int64) throws {
+        try db.writeTransaction {
+            try db.query("DELETE FROM resources WHERE id = ?", [.int(id)])
+        }
+    }
+
+    static func loadRanges(db: SQLiteDatabase, id: Int64) throws -> RangeSet {
+        var set = RangeSet()
+        try db.query("SELECT start, end FROM ranges WHERE resource_id = ? ORDER BY start", [.int(id)]) {
+            set.insert($0.int(0)..<$0.int(1))
+        }
+        return set
+    }
+
+    private static let resourceColumns =
+        "id, key, url, size, etag, last_modified, content_type, created, last_access"
+
+    private static func resource(from row: SQLiteRow, db: SQLiteDatabase) throws -> (Int64, CachedResource) {
+        let id = row.int(0)
+        let resource = CachedResource(
+            key: row.text(1) ?? "", url: row.text(2) ?? "",
+            validators: ResourceValidators(size: row.optionalInt(3), etag: row.text(4), lastModified: row.text(5)),
+            contentType: row.text(6), created: row.double(7), lastAccess: row.double(8),
+            ranges: RangeSet())
+        return (id, resource)
+    }
+
+    private static func withRanges(_ r: CachedResource, _ ranges: RangeSet) -> CachedResource {
+        CachedResource(key: r.key, url: r.url, validators: r.validators, contentType: r.contentType,
+                       created: r.created, lastAccess: r.lastAccess, ranges: ranges)
+    }
+
+    static func loadResource(db: SQLiteDatabase, key: String) throws -> CachedResource? {
+        var found: (Int64, CachedResource)?
+        try db.query("SELECT \(resourceColumns) FROM resources WHERE key = ?", [.text(key)]) {
+            found = try resource(from: $0, db: db)
+        }
+        guard let (id, r) = found else { return nil }
+        return withRanges(r, try loadRanges(db: db, id: id))
+    }
+
+    static func loadAllResources(db: SQLiteDatabase) throws -> [CachedResource] {
+        var rows: [(Int64, CachedResource)] = []
+        try db.query("SELECT \(resourceColumns) FROM resources ORDER BY last_access DESC") {
+            rows.append(try resource(from: $0, db: db))
+        }
+        return try rows.map { withRanges($0.1, try loadRanges(db: db, id: $0.0)) }
+    }
+
+    struct EntryState {
+        var identity: RowIdentity
+        var validators: ResourceValidators
+        var contentType: String?
+        var ranges: RangeSet
+    }
+
+    static func loadEntryState(db: SQLiteDatabase, key: String) throws -> EntryState? {
+        var state: EntryState?
+        try db.query("SELECT id, generation, size, etag, last_modified, content_type FROM resources WHERE key = ?",
+                     [.text(key)]) {
+            state = EntryState(identity: RowIdentity(id: $0.int(0), generation: $0.int(1)),
+                               validators: ResourceValidators(size: $0.optionalInt(2), etag: $0.text(3),
+                                                              lastModified: $0.text(4)),
+                               contentType: $0.text(5), ranges: RangeSet())
+        }
+        if var s = state {
+            s.ranges = try loadRanges(db: db, id: s.identity.id)
+            state = s
+        }
+        return state
+    }
+
+    /// Adds `newRanges` to the row if it still has `identity`; returns the merged set, or nil
+    /// when the row was evicted or moved to a new generation meanwhile (the bytes are then stale).
+    static func addRanges(db: SQLiteDatabase, identity: RowIdentity, _ newRanges: RangeSet) throws -> RangeSet? {
+        try db.writeTransaction {
+            var current: RowIdentity?
+            try db.query("SELECT id, generation FROM resources WHERE id = ?", [.int(identity.id)]) {
+                current = RowIdentity(id: $0.int(0), generation: $0.int(1))
+            }
+            guard current == identity else { return nil }
+            var merged = try loadRanges(db: db, id: identity.id)
+            merged.formUnion(newRanges)
+            try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(identity.id)])
+            for r in merged.ranges {
+                try db.query("INSERT INTO ranges(resource_id, start, end) VALUES(?, ?, ?)",
+                             [.int(identity.id), .int(r.lowerBound), .int(r.upperBound)])
+            }
+            try db.query("UPDATE resources SET stored_bytes = ?, last_access = ? WHERE id = ?",
+                         [.int(merged.byteCount), .double(now), .int(identity.id)])
+            return merged
+        }
+    }
+
+    /// Records the origin's validators. If they conflict with the stored ones, the stored ranges
+    /// are dropped and the generation advances (a new data file), in one transaction.
+    static func applyValidators(db: SQLiteDatabase, key: String, url: String, _ incoming: ResourceValidators,
+                                contentType: String?) throws -> (state: EntryState, dropped: Bool) {
+        try db.writeTransaction {
+            guard var state = try loadEntryState(db: db, key: key) else {
+                throw CacheError.corruptIndex("row for \(key) missing while validating")
+            }
+            let dropped = state.validators.conflicts(with: incoming)
+            var validators = dropped ? incoming : state.validators.merged(with: incoming)
+            if dropped {
+                try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(state.identity.id)])
+                state.identity = RowIdentity(id: state.identity.id, generation: state.identity.generation + 1)
+                state.ranges = RangeSet()
+            } else if validators == state.validators && (contentType == nil || contentType == state.contentType) {
+                return (state, false)
+            }
+            if validators.size == nil { validators.size = state.validators.size }
+            try db.query("""
+                UPDATE resources SET size = ?, etag = ?, last_modified = ?, content_type = COALESCE(?, content_type),
+                    generation = ?, stored_bytes = ? WHERE id = ?
+                """, [.optionalInt(validators.size), .optionalText(validators.etag),
+                      .optionalText(validators.lastModified), .optionalText(contentType),
+                      .int(state.identity.generation), .int(state.ranges.byteCount), .int(state.identity.id)])
+            state.validators = validators
+            if let contentType { state.contentType = contentType }
+            return (state, dropped)
+        }
+    }
+
+    static func touch(db: SQLiteDatabase, id: Int64) throws {
+        try db.query("UPDATE resources SET last_access = ? WHERE id = ?", [.double(now), .int(id)])
+    }
+
+    static func addCounters(db: SQLiteDatabase, _ c: ReadCounters) throws {
+        try db.writeTransaction {
+            for (name, value) in [("hits", c.hits), ("misses", c.misses),
+                                  ("bytes_from_cache", c.bytesFromCache), ("bytes_fetched", c.bytesFetched)] {
+                try db.query("""
+                    INSERT INTO stats(name, value) VALUES(?, ?)
+                    ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
+                    """, [.text(name), .int(value)])
+            }
+        }
+    }
+
+    static func loadStats(db: SQLiteDatabase, maxBytes: Int64) throws -> CacheStats {
+        var resources = 0, stored: Int64 = 0
+        try db.query("SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0) FROM resources") {
+            resources = Int($0.int(0))
+            stored = $0.int(1)
+        }
+        var values: [String: Int64] = [:]
+        try db.query("SELECT name, value FROM stats") { values[$0.text(0) ?? ""] = $0.int(1) }
+        return CacheStats(resources: resources, storedBytes: stored, maxBytes: maxBytes,
+                          hits: values["hits"] ?? 0, misses: values["misses"] ?? 0,
+                          bytesFromCache: values["bytes_from_cache"] ?? 0,
+                          bytesFetched: values["bytes_fetched"] ?? 0)
+    }
+
+    static func totalStoredBytes(db: SQLiteDatabase) throws -> Int64 {
+        var total: Int64 = 0
+        try db.query("SELECT COALESCE(SUM(stored_bytes), 0) FROM resources") { total = $0.int(0) }
+        return total
+    }
+
+    /// Resources by least recent access, for eviction.
+    static func evictionCandidates(db: SQLiteDatabase) throws -> [(RowIdentity, Int64)] {
+        var rows: [(RowIdentity, Int64)] = []
+        try db.query("SELECT id, generation, stored_bytes FROM resources ORDER BY last_access ASC") {
+            rows.append((RowIdentity(id: $0.int(0), generation: $0.int(1)), $0.int(2)))
+        }
+        return rows
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+/// The segmented on-disk cache: one sparse data file per resource version and an SQLite index
+/// (WAL mode) of what each file holds. Several threads and several processes may share one
+/// directory; SQLite transactions order index changes and `flock` on data files guards eviction.
+///
+/// Layout: `DIR/index.sqlite` and `DIR/data/<id>-<generation>.bin`.
+public final class ByteCache: Sendable {
+    public static let defaultMaxBytes: Int64 = 10 << 30
+
+    public let directory: String
+    public let maxBytes: Int64
+    /// Maps the URL a user gave to the cache key; lets signed URLs whose tokens change share one entry.
+    public let keyForURL: @Sendable (String) -> String
+
+    let index: Mutex<SQLiteDatabase>
+    private let counters = Mutex(ReadCounters())
+
+    public init(directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
+                keyForURL: @escaping @Sendable (String) -> String = { $0 }) throws {
+        self.directory = directory
+        self.maxBytes = maxBytes
+        self.keyForURL = keyForURL
+        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
+        let db = try SQLiteDatabase(path: directory + "/index.sqlite")
+        try ByteCache.prepareSchema(db)
+        index = Mutex(db)
+    }
+
+    func dataPath(id: Int64, generation: Int64) -> String {
+        "\(directory)/data/\(id)-\(generation).bin"
+    }
+
+    /// True when a resource of `size` bytes may be stored at all; bigger ones are streamed through.
+    public func canStore(size: Int64) -> Bool { size <= maxBytes }
+
+    /// Opens (creating if needed) the entry for `url`. Keep it only while reading or writing:
+    /// an open entry pins the resource against eviction.
+    public func entry(for url: String) throws -> CacheEntry {
+        try CacheEntry(cache: self, key: keyForURL(url), url: url)
+    }
+
+    // MARK: Queries
+
+    public func resource(for url: String) throws -> CachedResource? {
+        try index.withLock { try ByteCache.loadResource(db: $0, key: keyForURL(url)) }
+    }
+
+    public func resources() throws -> [CachedResource] {
+        try index.withLock { try ByteCache.loadAllResources(db: $0) }
+    }
+
+    /// Present ranges of a resource (empty when unknown).
+    public func presentRanges(for url: String) throws -> RangeSet {
+        try resource(for: url)?.ranges ?? RangeSet()
+    }
+
+    /// The parts of `range` that are not cached for `url`.
+    public func missingRanges(for url: String, in range: Range<Int64>) throws -> [Range<Int64>] {
+        try presentRanges(for: url).gaps(in: range)
+    }
+
+    public func stats() throws -> CacheStats {
+        try flushCounters()
+        return try index.withLock { try ByteCache.loadStats(db: $0, maxBytes: maxBytes) }
+    }
+
+    // MARK: Removal
+
+    /// Removes one resource. Returns false when it was not cached.
+    @discardableResult
+    public func remove(url: String) throws -> Bool {
+        let key = keyForURL(url)
+        return try index.withLock { db in
+            guard let row = try ByteCache.rowIdentity(db: db, key: key) else { return false }
+            try ByteCache.deleteRow(db: db, id: row.id)
+            unlink(dataPath(id: row.id, generation: row.generation))
+            return true
+        }
+    }
+
+    /// Removes every resource and every data file, including orphans left by crashed writers.
+    public func clear() throws {
+        try index.withLock { db in
+            try db.writeTransaction {
+                try db.execute("DELETE FROM ranges; DELETE FROM resources; DELETE FROM stats;")
+            }
+        }
+        let dataDir = directory + "/data"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dataDir)) ?? [] {
+            unlink(dataDir + "/" + name)
+        }
+    }
+
+    // MARK: Hit / miss counting
+
+    struct ReadCounters {
+        var hits: Int64 = 0, misses: Int64 = 0, bytesFromCache: Int64 = 0, bytesFetched: Int64 = 0
+        var isEmpty: Bool { hits == 0 && misses == 0 && bytesFromCache == 0 && bytesFetched == 0 }
+    }
+
+    /// Counts one read: a hit if served wholly from the cache, else a miss.
+    public func recordRead(fromCache: Int64, fetched: Int64) {
+        counters.withLock {
+            if fetched == 0 { $0.hits += 1 } else { $0.misses += 1 }
+            $0.bytesFromCache += fromCache
+            $0.bytesFetched += fetched
+        }
+    }
+
+    /// Adds the in-memory counters to the index. Called when entries close and before `stats()`.
+    public func flushCounters() throws {
+        let pending = counters.withLock { c -> ReadCounters in
+            let p = c
+            c = ReadCounters()
+            return p
+        }
+        guard !pending.isEmpty else { return }
+        try index.withLock { try ByteCache.addCounters(db: $0, pending) }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,148 @@
+import Synchronization
+
+/// An open resource in the on-disk cache: its data file (held with a shared lock, which pins it
+/// against eviction) and a snapshot of its present ranges.
+///
+/// Durability order: bytes are `pwrite`n, `fdatasync`ed, and only then their ranges are
+/// committed to the index, so a crash can lose a range but never make the index claim garbage.
+public final class CacheEntry: RangeStore {
+    /// Written bytes not yet committed are committed once they reach this many.
+    static let autoCommitBytes: Int64 = 16 << 20
+
+    public let key: String
+    public let url: String
+    private let cache: ByteCache
+
+    private struct State {
+        var file: DataFile
+        var identity: ByteCache.RowIdentity
+        var validators: ResourceValidators
+        var committed: RangeSet
+        var pending: RangeSet
+        var pendingBytes: Int64 = 0
+    }
+    private let state: Mutex<State>
+
+    init(cache: ByteCache, key: String, url: String) throws {
+        self.cache = cache
+        self.key = key
+        self.url = url
+        state = Mutex(try CacheEntry.attach(cache: cache, key: key, url: url))
+    }
+
+    deinit {
+        try? commit()
+        try? cache.flushCounters()
+    }
+
+    /// Finds or creates the row, opens its data file with the shared lock, and checks the row
+    /// was not evicted or regenerated in between (else tries again with the new row).
+    private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
+        while true {
+            let row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
+            let path = cache.dataPath(id: row.id, generation: row.generation)
+            let file = try DataFile(path: path)
+            let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
+            if let loaded, loaded.identity == row {
+                return State(file: file, identity: row, validators: loaded.validators,
+                             committed: loaded.ranges, pending: RangeSet())
+            }
+            unlink(path) // evicted while we opened it: this file belongs to no row
+        }
+    }
+
+    public var validators: ResourceValidators { state.withLock { $0.validators } }
+
+    public var available: RangeSet {
+        state.withLock {
+            var all = $0.committed
+            all.formUnion($0.pending)
+            return all
+        }
+    }
+
+    /// Present ranges that are durable and recorded in the index.
+    public var committedRanges: RangeSet { state.withLock { $0.committed } }
+
+    public func refresh() throws {
+        try state.withLock { s in
+            guard let loaded = try cache.index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
+                  loaded.identity == s.identity else {
+                s = try CacheEntry.attach(cache: cache, key: key, url: url)
+                return
+            }
+            s.committed = loaded.ranges
+            s.validators = loaded.validators
+        }
+    }
+
+    @discardableResult
+    public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
+        try state.withLock { s in
+            let (loaded, dropped) = try cache.index.withLock {
+                try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
+            }
+            if loaded.identity != s.identity {
+                // New content: write to a fresh file; the old one goes once no one has it open.
+                unlink(s.file.path)
+                s.file = try DataFile(path: cache.dataPath(id: loaded.identity.id, generation: loaded.identity.generation))
+                s.pending = RangeSet()
+                s.pendingBytes = 0
+            }
+            s.identity = loaded.identity
+            s.validators = loaded.validators
+            s.committed = loaded.ranges
+            return dropped
+        }
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        let (file, due) = state.withLock { s -> (DataFile, Bool) in
+            (s.file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes)
+        }
+        try file.write(bytes, at: offset)
+        state.withLock { s in
+            // Only record the range if the file is still the current one.
+            guard s.file === file else { return }
+            s.pending.insert(offset..<offset + Int64(bytes.count))
+            s.pendingBytes += Int64(bytes.count)
+        }
+        if due { try commit() }
+    }
+
+    public func commit() throws {
+        let evict = try state.withLock { s -> Bool in
+            guard !s.pending.isEmpty else { return false }
+            try s.file.sync()
+            let merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, identity: s.identity, s.pending) }
+            s.pending = RangeSet()
+            s.pendingBytes = 0
+            guard let merged else {
+                // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
+                s = try CacheEntry.attach(cache: cache, key: key, url: url)
+                return false
+            }
+            s.committed = merged
+            return true
+        }
+        if evict { try cache.enforceLimit(keeping: state.withLock { $0.identity.id }) }
+    }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        let (file, length) = state.withLock { s -> (DataFile, Int64) in
+            (s.file, max(s.committed.coveredLength(from: offset), s.pending.coveredLength(from: offset)))
+        }
+        let n = Int(min(Int64(buffer.count), length))
+        guard n > 0 else { return 0 }
+        try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]), at: offset)
+        return n
+    }
+
+    public func recordRead(fromCache: Int64, fetched: Int64) {
+        cache.recordRead(fromCache: fromCache, fetched: fetched)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,72 @@
+/// What the origin says identifies one version of a resource. If any known field changes,
+/// the bytes stored for the old version are dropped before new ones are added.
+public struct ResourceValidators: Sendable, Equatable {
+    public var size: Int64?
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(size: Int64? = nil, etag: String? = nil, lastModified: String? = nil) {
+        self.size = size
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// True when both sides know a field and disagree on it. Unknown fields never conflict.
+    public func conflicts(with other: ResourceValidators) -> Bool {
+        func differ<T: Equatable>(_ a: T?, _ b: T?) -> Bool {
+            if let a, let b { return a != b }
+            return false
+        }
+        return differ(size, other.size) || differ(etag, other.etag) || differ(lastModified, other.lastModified)
+    }
+
+    /// Fields of `other` fill the ones this value does not know.
+    public func merged(with other: ResourceValidators) -> ResourceValidators {
+        ResourceValidators(size: other.size ?? size, etag: other.etag ?? etag,
+                           lastModified: other.lastModified ?? lastModified)
+    }
+}
+
+/// One resource as the index records it.
+public struct CachedResource: Sendable {
+    public let key: String
+    public let url: String
+    public let validators: ResourceValidators
+    public let contentType: String?
+    /// Seconds since 1970.
+    public let created: Double
+    public let lastAccess: Double
+    public let ranges: RangeSet
+
+    public var size: Int64? { validators.size }
+    public var storedBytes: Int64 { ranges.byteCount }
+}
+
+public struct CacheStats: Sendable {
+    public let resources: Int
+    public let storedBytes: Int64
+    public let maxBytes: Int64
+    /// Reads answered entirely from the cache, and reads that needed the origin.
+    public let hits: Int64
+    public let misses: Int64
+    public let bytesFromCache: Int64
+    public let bytesFetched: Int64
+}
+
+public enum CacheError: Error, CustomStringConvertible {
+    case io(function: String, path: String, errno: Int32)
+    case corruptIndex(String)
+
+    public var description: String {
+        switch self {
+        case .io(let function, let path, let errno):
+            return "\(function) failed for \(path): \(String(cString: strerror(errno)))"
+        case .corruptIndex(let why):
+            return "cache index is inconsistent: \(why)"
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,24 @@
+/// Where the read path keeps the bytes of one resource: the on-disk `CacheEntry`, or a
+/// bounded `MemoryRangeStore` when caching is off or the resource is too big to store.
+///
+/// Implementations are thread-safe: a demux thread may read while a fetch thread writes.
+public protocol RangeStore: AnyObject, Sendable {
+    /// The validators recorded for the stored bytes.
+    var validators: ResourceValidators { get }
+    /// Bytes that can be read now.
+    var available: RangeSet { get }
+    /// Picks up ranges that other writers (threads or processes) have added since.
+    func refresh() throws
+    /// Records what the origin reported. Returns true when it conflicts with what was stored,
+    /// in which case all stored bytes have been dropped.
+    @discardableResult
+    func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool
+    /// Stores bytes at their true offset. They are readable at once and durable after `commit()`.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws
+    /// Makes written bytes durable and records their ranges.
+    func commit() throws
+    /// Copies available bytes starting at `offset`; returns how many (0 if `offset` is not available).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
+    /// Counts one read for the hit/miss statistics.
+    func recordRead(fromCache: Int64, fetched: Int64)
+}

@@ -1,0 +1,107 @@
+import CSQLite
+
+/// A failed SQLite call: the result code, the function that returned it and SQLite's message.
+public struct SQLiteError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let function: String
+    public let message: String
+    public var description: String { "\(function) failed (\(code)): \(message)" }
+}
+
+/// One SQLite connection. The single owner of the `sqlite3*`; closed in `deinit`.
+///
+/// Not thread-safe by itself: `CacheIndex` serialises access with its own lock.
+final class SQLiteDatabase {
+    private let handle: OpaquePointer
+
+    init(path: String) throws {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: rc, function: "sqlite3_open_v2", message: "\(message) (\(path))")
+        }
+        handle = db
+        // Other processes may hold the write lock briefly; wait rather than fail.
+        sqlite3_busy_timeout(handle, 30_000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    private func check(_ rc: Int32, _ function: String) throws {
+        guard rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE else {
+            throw SQLiteError(code: rc, function: function, message: String(cString: sqlite3_errmsg(handle)))
+        }
+    }
+
+    /// Runs one or more statements without parameters or results.
+    func execute(_ sql: String) throws {
+        try check(sqlite3_exec(handle, sql, nil, nil, nil), "sqlite3_exec")
+    }
+
+    /// Runs `sql` with `bindings`, calling `row` for each result row.
+    func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws {
+        var stmt: OpaquePointer?
+        try check(sqlite3_prepare_v2(handle, sql, -1, &stmt, nil), "sqlite3_prepare_v2")
+        guard let stmt else { return }
+        defer { sqlite3_finalize(stmt) }
+        for (i, value) in bindings.enumerated() {
+            let index = Int32(i + 1)
+            switch value {
+            case .int(let v): try check(sqlite3_bind_int64(stmt, index, v), "sqlite3_bind_int64")
+            case .double(let v): try check(sqlite3_bind_double(stmt, index, v), "sqlite3_bind_double")
+            case .text(let v): try check(mp_sqlite3_bind_text_transient(stmt, index, v), "sqlite3_bind_text")
+            case .null: try check(sqlite3_bind_null(stmt, index), "sqlite3_bind_null")
+            }
+        }
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { return }
+            try check(rc, "sqlite3_step")
+            try row(SQLiteRow(stmt: stmt))
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Runs `body` in a write transaction taken up front (`BEGIN IMMEDIATE`), so two processes
+    /// never both read-then-write the same rows; rolls back if `body` throws.
+    func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+enum SQLiteValue {
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case null
+
+    static func optionalText(_ s: String?) -> SQLiteValue { s.map { .text($0) } ?? .null }
+    static func optionalInt(_ v: Int64?) -> SQLiteValue { v.map { .int($0) } ?? .null }
+}
+
+/// A view of the current row of a statement; valid only inside the `row` callback.
+struct SQLiteRow {
+    fileprivate let stmt: OpaquePointer
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+    func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
+    func text(_ column: Int32) -> String? {
+        guard let p = sqlite3_column_text(stmt, column) else { return nil }
+        return String(cString: p)
+    }
+}

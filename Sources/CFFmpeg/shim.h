@@ -1,0 +1,19 @@
+// What Swift cannot import from FFmpeg's headers: function-like macros and macro constants.
+#ifndef MPROBE_CFFMPEG_SHIM_H
+#define MPROBE_CFFMPEG_SHIM_H
+#include <libavformat/avformat.h>
+#include <libavformat/avio.h>
+#include <libavcodec/avcodec.h>
+#include <libavutil/avutil.h>
+#include <libavutil/error.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+
+static inline int mp_averror(int posix_errno) { return AVERROR(posix_errno); }
+static inline int mp_averror_eof(void) { return AVERROR_EOF; }
+static inline int mp_averror_exit(void) { return AVERROR_EXIT; }
+static inline int mp_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
+static inline int64_t mp_av_nopts_value(void) { return AV_NOPTS_VALUE; }
+static inline int mp_avseek_size(void) { return AVSEEK_SIZE; }
+static inline int mp_avseek_force(void) { return AVSEEK_FORCE; }
+#endif

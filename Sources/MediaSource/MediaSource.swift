@@ -1,0 +1,50 @@
+import RangeFetch
+
+/// "Read N bytes at offset" over one resource, local or remote. Thread-safe.
+public protocol MediaSource: AnyObject, Sendable {
+    /// The input as the user gave it.
+    var input: String { get }
+    /// Total size in bytes, if it can be known (for a remote resource this may fetch the first bytes).
+    func size() throws -> Int64?
+    /// Reads up to `buffer.count` bytes at `offset`. Returns 0 only at the end of the resource.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
+    /// What reading has cost so far.
+    var counters: SourceCounters { get }
+    /// Things a person should hear about once (e.g. "the server ignores range requests").
+    var warnings: [String] { get }
+}
+
+public struct SourceCounters: Sendable, Equatable {
+    /// HTTP requests sent to the origin (retries included).
+    public var requests: Int64 = 0
+    /// New connections opened to the origin.
+    public var connections: Int64 = 0
+    /// Bytes received from the origin.
+    public var bytesFetched: Int64 = 0
+    /// Bytes handed to the reader that were already stored locally.
+    public var bytesFromCache: Int64 = 0
+    public init() {}
+}
+
+/// Errors of the read path that are not the fetcher's.
+public enum SourceError: Error, CustomStringConvertible, Equatable {
+    /// `--offline` and the bytes are not cached.
+    case offlineMiss(input: String, range: Range<Int64>)
+    case fileNotFound(path: String)
+    case fileUnreadable(path: String, reason: String)
+    case unsupportedInput(String)
+    /// The origin answered in a way that contradicts what was stored or asked.
+    case inconsistentOrigin(input: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .offlineMiss(let input, let range):
+            return "offline: bytes \(range.lowerBound)-\(range.upperBound - 1) of \(input) are not in the cache"
+        case .fileNotFound(let path): return "no such file: \(path)"
+        case .fileUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
+        case .unsupportedInput(let input):
+            return "unsupported input \(input): give an http(s):// or file:// URL or a local path"
+        case .inconsistentOrigin(let input, let detail): return "\(input): \(detail)"
+        }
+    }
+}

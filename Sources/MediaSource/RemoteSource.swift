@@ -1,0 +1,147 @@
+import ByteCache
+import Foundation
+import RangeFetch
+import Synchronization
+
+/// A resource behind HTTP(S), read through a `RangeStore` (the disk cache, or memory when caching
+/// is off): cached bytes are served locally, misses become closed range requests sized by the
+/// readahead policy, and only the bytes that are not stored are ever requested.
+public final class RemoteSource: MediaSource {
+    public let input: String
+    private let fetcher: RangeFetcher
+    private let cache: ByteCache?
+    private let offline: Bool
+    private let cancellation: Cancellation?
+    private let inflight = InflightFetches()
+
+    private struct State {
+        var store: any RangeStore
+        var readahead: ReadaheadState
+        var counters = SourceCounters()
+        var warnings: [String] = []
+        /// Set once the origin has shown its size (from the store's validators or a response).
+        var size: Int64?
+    }
+    private let state: Mutex<State>
+
+    init(input: String, fetcher: RangeFetcher, cache: ByteCache?, offline: Bool, readahead: ReadaheadPolicy,
+         cancellation: Cancellation?) throws {
+        self.input = input
+        self.fetcher = fetcher
+        self.cache = cache
+        self.offline = offline
+        self.cancellation = cancellation
+        let store: any RangeStore = try cache?.entry(for: input) ?? MemoryRangeStore()
+        state = Mutex(State(store: store, readahead: ReadaheadState(policy: readahead), size: store.validators.size))
+    }
+
+    public var counters: SourceCounters { state.withLock { $0.counters } }
+    public var warnings: [String] { state.withLock { $0.warnings } }
+
+    private var store: any RangeStore { state.withLock { $0.store } }
+
+    public func size() throws -> Int64? {
+        if let size = state.withLock({ $0.size }) { return size }
+        var probe = [UInt8](repeating: 0, count: 1)
+        _ = try probe.withUnsafeMutableBytes { try read(into: $0, at: 0) }
+        return state.withLock { $0.size }
+    }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        precondition(offset >= 0, "negative offset")
+        guard buffer.count > 0 else { return 0 }
+        var fetchedForThisRead: Int64 = 0
+        while true {
+            if let size = state.withLock({ $0.size }), offset >= size { return 0 }
+            let store = self.store
+            let n = try store.read(into: buffer, at: offset)
+            if n > 0 {
+                state.withLock {
+                    $0.readahead.didRead(at: offset, count: n)
+                    if fetchedForThisRead == 0 { $0.counters.bytesFromCache += Int64(n) }
+                }
+                store.recordRead(fromCache: fetchedForThisRead == 0 ? Int64(n) : 0, fetched: fetchedForThisRead)
+                return n
+            }
+            try store.refresh()
+            if store.available.coveredLength(from: offset) > 0 { continue } // another process added it
+            guard let fetched = try fetchMiss(at: offset, minimum: Int64(buffer.count)) else { return 0 }
+            fetchedForThisRead += fetched
+        }
+    }
+
+    /// Fetches the missing run that starts at `offset`. Returns the bytes received, or nil at EOF.
+    private func fetchMiss(at offset: Int64, minimum: Int64) throws -> Int64? {
+        let (store, window, knownSize) = state.withLock { s in
+            (s.store, s.readahead.windowForMiss(at: offset), s.size)
+        }
+        var end = offset + max(window, minimum)
+        if let knownSize { end = min(end, knownSize) }
+        // Never fetch what is stored: stop at the next present byte.
+        if let gap = store.available.gaps(in: offset..<end).first, gap.lowerBound == offset {
+            end = gap.upperBound
+        }
+        if offline { throw SourceError.offlineMiss(input: input, range: offset..<end) }
+        guard let claimed = inflight.claim(offset..<end) else { return 0 } // someone else fetched it
+        defer { inflight.release(claimed) }
+        return try fetch(claimed)
+    }
+
+    private func fetch(_ range: Range<Int64>) throws -> Int64? {
+        var tally = FetchCounters()
+        let validators = store.validators
+        let outcome: FetchOutcome
+        do {
+            outcome = try fetcher.fetch(url: input, range: range, ifRange: validators.etag ?? validators.lastModified,
+                                        cancellation: cancellation, tally: &tally,
+                                        onResponse: { try self.accept($0) },
+                                        onData: { offset, bytes in try self.store.write(bytes, at: offset) })
+        } catch {
+            count(tally)
+            throw error
+        }
+        count(tally)
+        try store.commit()
+        switch outcome {
+        case .delivered:
+            return tally.bytesReceived
+        case .pastEnd(let total):
+            // The resource ends before `range`: remember where, so reads there are EOF.
+            let size = total ?? range.lowerBound
+            try store.applyValidators(ResourceValidators(size: size), contentType: nil)
+            state.withLock { $0.size = size }
+            return nil
+        }
+    }
+
+    private func count(_ tally: FetchCounters) {
+        state.withLock {
+            $0.counters.requests += tally.requests
+            $0.counters.connections += tally.connections
+            $0.counters.bytesFetched += tally.bytesReceived
+        }
+    }
+
+    /// Headers of a response: record the validators (dropping stored bytes of an older version),
+    /// move a too-large resource to memory, and note a server that ignores ranges.
+    private func accept(_ info: ResponseInfo) throws {
+        let validators = ResourceValidators(size: info.totalSize, etag: info.etag, lastModified: info.lastModified)
+        let store = self.store
+        let changed = try store.applyValidators(validators, contentType: info.contentType)
+        state.withLock { s in
+            if let size = info.totalSize { s.size = size }
+            if changed {
+                s.warnings.append("\(input) changed on the server; cached bytes of the old version were dropped")
+            }
+            if info.rangeIgnored, !s.warnings.contains(where: { $0.contains("ignores range") }) {
+                s.warnings.append("the server of \(input) ignores range requests; reading from the start instead")
+            }
+        }
+        if let cache, let size = info.totalSize, !cache.canStore(size: size), store is CacheEntry {
+            let memory = MemoryRangeStore()
+            try memory.applyValidators(validators, contentType: info.contentType)
+            state.withLock { $0.store = memory }
+            try cache.remove(url: input)
+        }
+    }
+}

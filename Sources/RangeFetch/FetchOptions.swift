@@ -1,0 +1,30 @@
+/// How the fetcher talks to origins.
+public struct FetchOptions: Sendable {
+    /// Seconds to establish a connection, and seconds without any received byte before a
+    /// transfer counts as stalled. Both end in `FetchError.timeout`.
+    public var timeout: Double = 30
+    public var maxRedirects = 10
+    /// Extra CA bundle (PEM) for origins with a private CA; the system CAs are used otherwise.
+    public var caCertPath: String?
+    /// Retries of transient failures (timeouts, dropped connections, 5xx, 429), each resuming
+    /// at the first byte not yet received.
+    public var maxRetries = 3
+    /// First backoff delay in seconds; doubles on each retry.
+    public var retryDelay: Double = 0.25
+    /// Longest wait a `Retry-After` header can impose before we give up on it.
+    public var maxRetryAfter: Double = 30
+    public var userAgent = "mprobe/0.1"
+
+    public init() {}
+}
+
+/// What one fetcher has done so far.
+public struct FetchCounters: Sendable, Equatable {
+    /// HTTP requests sent (retries and redirects each count).
+    public var requests: Int64 = 0
+    /// New TCP connections opened (a kept-alive connection is counted once).
+    public var connections: Int64 = 0
+    /// Body bytes received, including those dropped from error pages.
+    public var bytesReceived: Int64 = 0
+    public init() {}
+}

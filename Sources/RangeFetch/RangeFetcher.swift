@@ -1,0 +1,173 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Closed HTTP range requests through libcurl.
+///
+/// Thread-safe: each call takes an easy handle from a pool (creating one when all are busy), so
+/// calls from several threads run in parallel, and consecutive calls reuse a handle and with it
+/// the kept-alive connection. Knows nothing of caching: bytes go to the caller's `onData`.
+public final class RangeFetcher: Sendable {
+    public let options: FetchOptions
+    private let pool = Mutex<[CurlEasy]>([])
+    private let countersStore = Mutex(FetchCounters())
+
+    public init(options: FetchOptions = FetchOptions()) {
+        self.options = options
+    }
+
+    public var counters: FetchCounters { countersStore.withLock { $0 } }
+
+    /// Fetches `range` of `url` with `Range: bytes=a-b` and hands the body to `onData` with
+    /// each piece's true offset.
+    ///
+    /// - `onResponse` sees each response's headers before its first body byte; throwing aborts.
+    ///   With `rangeIgnored` the body starts at 0 and `onData` also gets the bytes before the range.
+    /// - Transient failures are retried with backoff, resuming at the first missing byte with
+    ///   `If-Range` set to the validator of the response that broke off.
+    /// - `ifRange` (an ETag or Last-Modified) makes the server send the whole new body instead
+    ///   of a range if the resource changed.
+    /// - `tally` gains this call's requests, new connections and received bytes.
+    public func fetch(url: String, range: Range<Int64>, ifRange: String? = nil, cancellation: Cancellation? = nil,
+                      tally: inout FetchCounters,
+                      onResponse: (ResponseInfo) throws -> Void = { _ in },
+                      onData: (Int64, UnsafeRawBufferPointer) throws -> Void) throws -> FetchOutcome {
+        precondition(!range.isEmpty && range.lowerBound >= 0, "fetch needs a non-empty range at a non-negative offset")
+        var start = range.lowerBound
+        var validator = ifRange
+        var attempt = 0
+        while true {
+            let outcome: Result<FetchOutcome, Error>
+            let performed = try withoutActuallyEscaping(onResponse) { onResponse in
+                try withoutActuallyEscaping(onData) { onData in
+                    let t = RangeTransfer(url: url, requested: start..<range.upperBound, cancellation: cancellation,
+                                          onResponse: onResponse, onData: onData)
+                    return try perform(t, ifRange: validator)
+                }
+            }
+            outcome = performed.outcome
+            tally.requests += 1
+            tally.connections += performed.connections
+            tally.bytesReceived += performed.bodyBytes
+            switch outcome {
+            case .success(let o):
+                return o
+            case .failure(let error):
+                guard let fetchError = error as? FetchError, fetchError.isTransient, attempt < options.maxRetries,
+                      cancellation?.isCancelled != true else { throw error }
+                if let info = performed.info, info.status == 206 {
+                    start = max(start, performed.next)
+                    validator = info.etag ?? info.lastModified ?? validator
+                }
+                try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: url)
+                attempt += 1
+            }
+        }
+    }
+
+    private struct Performed {
+        let outcome: Result<FetchOutcome, Error>
+        let info: ResponseInfo?
+        let next: Int64
+        let connections: Int64
+        let bodyBytes: Int64
+    }
+
+    /// Runs one request on a pooled handle.
+    private func perform(_ transfer: RangeTransfer, ifRange: String?) throws -> Performed {
+        let easy = try takeHandle()
+        defer { returnHandle(easy) }
+        transfer.easy = easy
+        var headerLines: [String] = []
+        if let ifRange { headerLines.append("If-Range: \(ifRange)") }
+        let headers = CurlStringList(headerLines)
+        try configure(easy, transfer: transfer, headers: headers)
+
+        let code = withExtendedLifetime((transfer, headers)) { easy.perform() }
+        let connections = Int64(easy.info(CURLINFO_NUM_CONNECTS))
+        countersStore.withLock {
+            $0.requests += 1
+            $0.connections += connections
+            $0.bytesReceived += transfer.bodyBytes
+        }
+        return Performed(outcome: result(of: transfer, code: code), info: transfer.info, next: transfer.nextOffset,
+                         connections: connections, bodyBytes: transfer.bodyBytes)
+    }
+
+    private func result(of transfer: RangeTransfer, code: CURLcode) -> Result<FetchOutcome, Error> {
+        if let failure = transfer.failure { return .failure(failure) }
+        let finished = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
+        guard finished else {
+            return .failure(FetchError.from(code, url: transfer.url, detail: ""))
+        }
+        switch transfer.status {
+        case 200, 206:
+            do {
+                return .success(.delivered(try transfer.makeInfo()))
+            } catch {
+                return .failure(error)
+            }
+        case 416:
+            let total = transfer.header("content-range").flatMap(ContentRange.init)?.total
+            return .success(.pastEnd(totalSize: total))
+        default:
+            return .failure(FetchError.http(status: transfer.status, url: transfer.url, retryAfter: transfer.retryAfter))
+        }
+    }
+
+    private func configure(_ easy: CurlEasy, transfer: RangeTransfer, headers: CurlStringList) throws {
+        easy.reset()
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        try easy.set(CURLOPT_URL, transfer.url)
+        try easy.set(CURLOPT_RANGE, "\(transfer.requested.lowerBound)-\(transfer.requested.upperBound - 1)")
+        try easy.set(CURLOPT_HTTPHEADER, list: headers)
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_FOLLOWLOCATION, 1)
+        try easy.set(CURLOPT_MAXREDIRS, options.maxRedirects)
+        // Signals cannot be used for timeouts in a multi-threaded process.
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.timeout * 1000))
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(options.timeout.rounded(.up))))
+        try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+        try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)
+        try easy.set(CURLOPT_USERAGENT, options.userAgent)
+        if let ca = options.caCertPath { try easy.set(CURLOPT_CAINFO, ca) }
+        try easy.setWriteCallback(transferWriteCallback)
+        try easy.set(CURLOPT_WRITEDATA, pointer: context)
+        try easy.setHeaderCallback(transferHeaderCallback)
+        try easy.set(CURLOPT_HEADERDATA, pointer: context)
+        try easy.setProgressCallback(transferProgressCallback)
+        try easy.set(CURLOPT_XFERINFODATA, pointer: context)
+        try easy.set(CURLOPT_NOPROGRESS, 0)
+    }
+
+    private func backoff(attempt: Int, error: FetchError, cancellation: Cancellation?, url: String) throws {
+        var delay = options.retryDelay * pow(2, Double(attempt))
+        if case .http(_, _, let retryAfter?) = error {
+            guard retryAfter <= options.maxRetryAfter else { throw error }
+            delay = retryAfter
+        }
+        let deadline = Date().addingTimeInterval(min(delay, options.maxRetryAfter))
+        while Date() < deadline {
+            if cancellation?.isCancelled == true { throw FetchError.cancelled(url: url) }
+            Thread.sleep(forTimeInterval: min(0.05, deadline.timeIntervalSinceNow.clamped(0, 0.05)))
+        }
+    }
+
+    private func takeHandle() throws -> CurlEasy {
+        if let easy = pool.withLock({ $0.popLast() }) { return easy }
+        return try CurlEasy()
+    }
+
+    private func returnHandle(_ easy: CurlEasy) {
+        pool.withLock { $0.append(easy) }
+    }
+}
+
+
+extension Double {
+    fileprivate func clamped(_ lo: Double, _ hi: Double) -> Double { Swift.min(Swift.max(self, lo), hi) }
+}

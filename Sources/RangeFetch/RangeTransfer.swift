@@ -1,0 +1,145 @@
+import CCurl
+import Foundation
+
+/// The state of one HTTP range request while libcurl runs it: what was asked, the headers seen
+/// so far, and where the next body byte belongs. libcurl's C callbacks reach it through an
+/// unretained pointer; `RangeFetcher.perform` keeps it alive for the whole transfer.
+final class RangeTransfer {
+    let url: String
+    let requested: Range<Int64>
+    let onResponse: (ResponseInfo) throws -> Void
+    let onData: (Int64, UnsafeRawBufferPointer) throws -> Void
+    let cancellation: Cancellation?
+    weak var easy: CurlEasy?
+
+    /// Status and headers of the latest response (redirect responses are replaced by the next).
+    private(set) var status = 0
+    private(set) var headers: [String: String] = [:]
+    private(set) var info: ResponseInfo?
+    /// Offset the next body byte belongs at.
+    private(set) var nextOffset: Int64 = 0
+    private(set) var bodyBytes: Int64 = 0
+    /// Set when a callback failed; libcurl only sees "abort".
+    var failure: Error?
+    /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
+    private(set) var stoppedEarly = false
+
+    init(url: String, requested: Range<Int64>, cancellation: Cancellation?,
+         onResponse: @escaping (ResponseInfo) throws -> Void,
+         onData: @escaping (Int64, UnsafeRawBufferPointer) throws -> Void) {
+        self.url = url
+        self.requested = requested
+        self.cancellation = cancellation
+        self.onResponse = onResponse
+        self.onData = onData
+    }
+
+    var isSuccessStatus: Bool { status == 200 || status == 206 }
+
+    func header(_ name: String) -> String? { headers[name] }
+
+    /// One header line from libcurl. A status line starts a new response (after a redirect or
+    /// a `100 Continue`), so it clears what the previous response said.
+    func receiveHeaderLine(_ line: String) {
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("HTTP/") {
+            let parts = trimmed.split(separator: " ")
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            headers = [:]
+            return
+        }
+        guard let colon = trimmed.firstIndex(of: ":") else { return }
+        let name = trimmed[..<colon].lowercased()
+        headers[name] = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Builds and checks the response description before the first body byte is used.
+    func makeInfo() throws -> ResponseInfo {
+        if let info { return info }
+        let effective = easy?.infoString(CURLINFO_EFFECTIVE_URL) ?? url
+        var result = ResponseInfo(status: status, totalSize: nil, etag: header("etag"),
+                                  lastModified: header("last-modified"), contentType: header("content-type"),
+                                  effectiveURL: effective, bodyStart: 0)
+        if status == 206 {
+            guard let value = header("content-range"), let range = ContentRange(value),
+                  let first = range.first, let last = range.last else {
+                throw FetchError.badResponse(url: url, detail: "206 without a usable Content-Range")
+            }
+            let wantedLast = requested.upperBound - 1
+            // The server may end early only at the end of the resource.
+            let endsWhereAsked = last == wantedLast || (last < wantedLast && range.total == last + 1)
+            guard first == requested.lowerBound, endsWhereAsked else {
+                throw FetchError.badResponse(url: url, detail:
+                    "asked for bytes \(requested.lowerBound)-\(wantedLast), got Content-Range \(value)")
+            }
+            result.totalSize = range.total
+            result.bodyStart = first
+        } else if status == 200 {
+            result.totalSize = header("content-length").flatMap { Int64($0) }
+        }
+        info = result
+        nextOffset = result.bodyStart
+        try onResponse(result)
+        return result
+    }
+
+    /// A piece of body. Error bodies are read and dropped so the connection stays usable.
+    /// Returns false to make libcurl abort.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bodyBytes += Int64(bytes.count)
+        guard isSuccessStatus else { return true }
+        do {
+            _ = try makeInfo()
+            let start = nextOffset
+            nextOffset += Int64(bytes.count)
+            // A 200 body starts at 0: keep what lies before the end of the request, so the
+            // cache gains it, and stop once the requested range is complete.
+            let usable = Int(max(0, min(Int64(bytes.count), requested.upperBound - start)))
+            if usable > 0 {
+                try onData(start, UnsafeRawBufferPointer(rebasing: bytes[0..<usable]))
+            }
+            if nextOffset >= requested.upperBound && status == 200 {
+                stoppedEarly = true
+                return false
+            }
+            return true
+        } catch {
+            failure = error
+            return false
+        }
+    }
+
+    /// Seconds from a `Retry-After: N` header, if any.
+    var retryAfter: Double? { header("retry-after").flatMap { Double($0) } }
+}
+
+// MARK: C callbacks
+
+let transferWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
+    let n = size * count
+    guard n > 0, let data else { return n }
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+}
+
+let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
+    let n = size * count
+    if let data, n > 0 {
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
+        transfer.receiveHeaderLine(line)
+    }
+    return n
+}
+
+/// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation).
+let transferProgressCallback: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
+    context, _, _, _, _ in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.cancellation?.isCancelled == true ? 1 : 0
+}

@@ -1,0 +1,48 @@
+/// What the origin said about the resource, from the headers of a range request.
+public struct ResponseInfo: Sendable, Equatable {
+    public var status: Int
+    /// Total size of the resource (from `Content-Range`, or `Content-Length` of a `200`).
+    public var totalSize: Int64?
+    public var etag: String?
+    public var lastModified: String?
+    public var contentType: String?
+    /// The URL after redirects.
+    public var effectiveURL: String
+    /// The server answered a range request with the whole body (`200`): it ignores ranges, or
+    /// the `If-Range` validator no longer matched. The body then starts at offset 0.
+    public var rangeIgnored: Bool { status == 200 }
+    /// Offset of the first body byte.
+    public var bodyStart: Int64
+}
+
+/// How a range request ended.
+public enum FetchOutcome: Sendable, Equatable {
+    /// Bytes were delivered; the last response's headers.
+    case delivered(ResponseInfo)
+    /// The range starts at or past the end (`416`); the size if the server said it.
+    case pastEnd(totalSize: Int64?)
+}
+
+/// Parsing of `Content-Range: bytes a-b/total` (or `bytes */total` on a 416).
+struct ContentRange: Equatable {
+    var first: Int64?
+    var last: Int64?
+    var total: Int64?
+
+    init?(_ value: String) {
+        let v = value.trimmingCharacters(in: .whitespaces)
+        guard v.lowercased().hasPrefix("bytes") else { return nil }
+        let rest = v.dropFirst(5).trimmingCharacters(in: .whitespaces)
+        let parts = rest.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        total = parts[1] == "*" ? nil : Int64(parts[1])
+        if parts[1] != "*" && total == nil { return nil }
+        if parts[0] == "*" { return }
+        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let f = Int64(bounds[0]), let l = Int64(bounds[1]), f <= l else { return nil }
+        first = f
+        last = l
+    }
+}
+
+import Foundation

@@ -1,0 +1,69 @@
+/// A small command-line parser: `--name value`, `--name=value`, boolean `--flag`s and
+/// positionals, checked against what a command declares so typos are usage errors.
+struct Arguments {
+    private(set) var positionals: [String] = []
+    private var values: [String: String] = [:]
+    private var flags: Set<String> = []
+
+    /// - `valueOptions`: names (without dashes) that take a value; `flagOptions`: booleans.
+    init(_ args: [String], valueOptions: Set<String>, flagOptions: Set<String>) throws {
+        var i = 0
+        var onlyPositionals = false
+        while i < args.count {
+            let arg = args[i]
+            i += 1
+            if onlyPositionals || !arg.hasPrefix("-") || arg == "-" {
+                positionals.append(arg)
+                continue
+            }
+            if arg == "--" { onlyPositionals = true; continue }
+            var name = String(arg.drop(while: { $0 == "-" }))
+            var inlineValue: String?
+            if let eq = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            if name == "h" { name = "help" }
+            if name == "j" { name = "jobs" }
+            if name == "v" { name = "verbose" }
+            if valueOptions.contains(name) {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    guard i < args.count else { throw UsageError("option --\(name) needs a value") }
+                    values[name] = args[i]
+                    i += 1
+                }
+            } else if flagOptions.contains(name) {
+                guard inlineValue == nil else { throw UsageError("option --\(name) takes no value") }
+                flags.insert(name)
+            } else {
+                throw UsageError("unknown option \(arg)")
+            }
+        }
+    }
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+    func value(_ name: String) -> String? { values[name] }
+
+    func double(_ name: String) throws -> Double? {
+        guard let v = values[name] else { return nil }
+        guard let d = Double(v), d >= 0, d.isFinite else { throw UsageError("--\(name) needs a non-negative number, got '\(v)'") }
+        return d
+    }
+}
+
+/// Parses sizes like `500M`, `10G`, `1048576`, `2GiB`.
+func parseByteSize(_ text: String) -> Int64? {
+    let t = text.trimmingCharacters(in: .whitespaces).uppercased()
+    let units: [(String, Int64)] = [("TIB", 1 << 40), ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10),
+                                    ("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10),
+                                    ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
+    for (suffix, factor) in units where t.hasSuffix(suffix) {
+        guard let n = Double(t.dropLast(suffix.count)), n >= 0 else { return nil }
+        return Int64(n * Double(factor))
+    }
+    return Int64(t).flatMap { $0 >= 0 ? $0 : nil }
+}
+
+import Foundation

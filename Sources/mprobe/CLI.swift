@@ -1,0 +1,60 @@
+import Foundation
+
+/// The mprobe CLI: a thin layer over the libraries that parses arguments, prints, and maps
+/// errors to exit codes.
+enum CLI {
+    static let commands: [any Command.Type] = [CatCommand.self, CacheCommand.self]
+
+static func mainHelp() -> String {
+    let list = commands.map { "  \($0.name.padding(toLength: 8, withPad: " ", startingAt: 0))\($0.summary)" }
+        .joined(separator: "\n")
+    let codes = ExitCode.allCases.map { "  \(String($0.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0))\($0.meaning)" }
+        .joined(separator: "\n")
+    return """
+        mprobe — probe, prefetch and cache remote media with exact HTTP range requests
+
+        Usage: mprobe COMMAND [options]
+               mprobe help COMMAND
+
+        Commands:
+        \(list)
+
+        Exit status:
+        \(codes)
+        """
+}
+
+static func runMain(_ argv: [String]) -> ExitCode {
+    guard let first = argv.first, first != "--help", first != "-h", first != "help" || argv.count > 1 else {
+        Console.out(mainHelp())
+        return argv.isEmpty ? .usage : .success
+    }
+    if first == "help" {
+        guard let command = commands.first(where: { $0.name == argv[1] }) else {
+            Console.error("unknown command '\(argv[1])'\n\n" + mainHelp())
+            return .usage
+        }
+        Console.out(command.help)
+        return .success
+    }
+    guard let command = commands.first(where: { $0.name == first }) else {
+        Console.error("unknown command '\(first)' (see mprobe --help)")
+        return .usage
+    }
+    do {
+        let args = try Arguments(Array(argv.dropFirst()), valueOptions: command.valueOptions,
+                                 flagOptions: command.flagOptions)
+        if args.flag("help") {
+            Console.out(command.help)
+            return .success
+        }
+        return try command.run(args)
+    } catch let error as UsageError {
+        Console.error("\(error.description) (see mprobe \(command.name) --help)")
+        return .usage
+    } catch {
+        Console.error("\(error)")
+        return ExitCode.forError(error)
+    }
+}
+}

@@ -1,0 +1,117 @@
+import ByteCache
+import Foundation
+
+/// `mprobe cache stats|ls|clear|rm URL|ranges URL`.
+enum CacheCommand: Command {
+    static let name = "cache"
+    static let summary = "inspect or clear the cache (stats, ls, ranges, rm, clear)"
+    static let help = """
+        Usage: mprobe cache stats|ls|clear [--json] [--cache-dir DIR]
+               mprobe cache ranges URL [--json]
+               mprobe cache rm URL [--json]
+
+          stats    resources, stored bytes, limit, hits and misses
+          ls       every cached resource: size, stored bytes, last access, URL
+          ranges   the byte ranges of URL that are cached (--json: "end" is exclusive)
+          rm       remove URL from the cache
+          clear    remove everything
+
+        \(GlobalOptions.help)
+        """
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions
+    static let flagOptions: Set<String> = GlobalOptions.flagOptions
+
+    static func run(_ args: Arguments) throws -> ExitCode {
+        guard let action = args.positionals.first else { throw UsageError("cache needs an action: stats, ls, ranges, rm or clear") }
+        let options = GlobalOptions(args)
+        let operands = Array(args.positionals.dropFirst())
+        func url() throws -> String {
+            guard operands.count == 1 else { throw UsageError("cache \(action) needs exactly one URL") }
+            return operands[0]
+        }
+        if ["stats", "ls", "clear"].contains(action), !operands.isEmpty {
+            throw UsageError("cache \(action) takes no operands")
+        }
+        let cache = try options.openCache()
+        switch action {
+        case "stats": try stats(cache, json: options.json)
+        case "ls": try list(cache, json: options.json)
+        case "ranges": return try ranges(cache, url: try url(), json: options.json)
+        case "rm":
+            let u = try url()
+            let removed = try cache.remove(url: u)
+            if options.json {
+                Console.out(JSON.object([("url", .string(u)), ("removed", .bool(removed))]).text)
+            } else {
+                Console.out(removed ? "removed \(u)" : "not cached: \(u)")
+            }
+        case "clear":
+            try cache.clear()
+            Console.out(options.json ? JSON.object([("cleared", .bool(true))]).text : "cache cleared: \(cache.directory)")
+        default:
+            throw UsageError("unknown cache action '\(action)' (stats, ls, ranges, rm, clear)")
+        }
+        return .success
+    }
+
+    private static func stats(_ cache: ByteCache, json: Bool) throws {
+        let s = try cache.stats()
+        if json {
+            Console.out(JSON.object([
+                ("directory", .string(cache.directory)), ("resources", .int(s.resources)),
+                ("bytes", .int(s.storedBytes)), ("max_bytes", .int(s.maxBytes)),
+                ("hits", .int(s.hits)), ("misses", .int(s.misses)),
+                ("bytes_from_cache", .int(s.bytesFromCache)), ("bytes_fetched", .int(s.bytesFetched)),
+            ]).text)
+        } else {
+            Console.out("""
+                directory  \(cache.directory)
+                resources  \(s.resources)
+                stored     \(Console.humanBytes(s.storedBytes)) of \(Console.humanBytes(s.maxBytes))
+                reads      \(s.hits) hits, \(s.misses) misses
+                bytes      \(Console.humanBytes(s.bytesFromCache)) from cache, \(Console.humanBytes(s.bytesFetched)) fetched
+                """)
+        }
+    }
+
+    private static func list(_ cache: ByteCache, json: Bool) throws {
+        let resources = try cache.resources()
+        if json {
+            Console.out(JSON.array(resources.map { r in
+                .object([("url", .string(r.url)), ("key", .string(r.key)), ("size", .optional(r.size)),
+                         ("stored_bytes", .int(r.storedBytes)), ("ranges", .int(r.ranges.ranges.count)),
+                         ("etag", .optional(r.validators.etag)), ("last_modified", .optional(r.validators.lastModified)),
+                         ("content_type", .optional(r.contentType)),
+                         ("created", .double(r.created)), ("last_access", .double(r.lastAccess))])
+            }).text)
+            return
+        }
+        if resources.isEmpty { Console.out("cache is empty (\(cache.directory))"); return }
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        for r in resources {
+            let size = r.size.map { Console.humanBytes($0) } ?? "?"
+            let percent = r.size.map { $0 > 0 ? String(format: "%3.0f%%", 100 * Double(r.storedBytes) / Double($0)) : "100%" } ?? "  ?"
+            let when = formatter.string(from: Date(timeIntervalSince1970: r.lastAccess))
+            Console.out("\(percent)  \(Console.humanBytes(r.storedBytes)) of \(size)  \(when)  \(r.url)")
+        }
+    }
+
+    private static func ranges(_ cache: ByteCache, url: String, json: Bool) throws -> ExitCode {
+        let resource = try cache.resource(for: url)
+        let ranges = resource?.ranges.ranges ?? []
+        if json {
+            Console.out(JSON.object([
+                ("url", .string(url)), ("size", .optional(resource?.size)),
+                ("ranges", .array(ranges.map { .object([("start", .int($0.lowerBound)), ("end", .int($0.upperBound))]) })),
+            ]).text)
+        } else if resource == nil {
+            Console.out("not cached: \(url)")
+        } else {
+            let size = resource?.size.map { "\($0)" } ?? "unknown"
+            Console.out("\(url): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
+            for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
+        }
+        return .success
+    }
+}

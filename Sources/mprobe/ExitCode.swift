@@ -1,0 +1,56 @@
+import ByteCache
+import RangeFetch
+import MediaSource
+
+/// The process exit statuses, documented in `--help` and the README.
+enum ExitCode: Int32, CaseIterable {
+    case success = 0
+    /// Some inputs of a batch failed (each is reported).
+    case partialFailure = 1
+    case usage = 2
+    /// The origin could not be reached or answered with an error.
+    case network = 3
+    /// `--offline` and the needed bytes are not cached.
+    case offlineMiss = 4
+    /// The input is not media libavformat can read, or it is malformed or truncated.
+    case media = 5
+    /// A local file or the cache directory could not be read or written.
+    case localIO = 6
+    case cancelled = 130
+
+    var meaning: String {
+        switch self {
+        case .success: return "success"
+        case .partialFailure: return "some inputs of a batch failed"
+        case .usage: return "usage error (unknown option, bad value)"
+        case .network: return "network or HTTP error (unreachable, 4xx/5xx, timeout, TLS)"
+        case .offlineMiss: return "--offline and the needed bytes are not cached"
+        case .media: return "not readable media (malformed, truncated, unsupported)"
+        case .localIO: return "local file or cache directory error"
+        case .cancelled: return "interrupted"
+        }
+    }
+
+    static func forError(_ error: Error) -> ExitCode {
+        switch error {
+        case is UsageError: return .usage
+        case let e as FetchError:
+            if case .cancelled = e { return .cancelled }
+            return .network
+        case let e as SourceError:
+            switch e {
+            case .offlineMiss: return .offlineMiss
+            case .fileNotFound, .fileUnreadable: return .localIO
+            case .unsupportedInput: return .usage
+            case .inconsistentOrigin: return .network
+            }
+        case is CacheError, is SQLiteError: return .localIO
+        default: return .media
+        }
+    }
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
