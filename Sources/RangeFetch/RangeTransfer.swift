@@ -12,6 +12,8 @@ final class RangeTransfer {
     let cancellation: Cancellation?
     weak var easy: CurlEasy?
 
+    /// "2" for an HTTP/2 response, else "1.1" (from the status line).
+    private(set) var httpVersion = "1.1"
     /// Status and headers of the latest response (redirect responses are replaced by the next).
     private(set) var status = 0
     private(set) var headers: [String: String] = [:]
@@ -45,6 +47,7 @@ final class RangeTransfer {
         if trimmed.hasPrefix("HTTP/") {
             let parts = trimmed.split(separator: " ")
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            httpVersion = String(parts[0].dropFirst("HTTP/".count))
             headers = [:]
             return
         }
@@ -59,7 +62,7 @@ final class RangeTransfer {
         let effective = easy?.infoString(CURLINFO_EFFECTIVE_URL) ?? url
         var result = ResponseInfo(status: status, totalSize: nil, etag: header("etag"),
                                   lastModified: header("last-modified"), contentType: header("content-type"),
-                                  effectiveURL: effective, bodyStart: 0)
+                                  effectiveURL: effective, bodyStart: 0, httpVersion: httpVersion)
         if status == 206 {
             guard let value = header("content-range"), let range = ContentRange(value),
                   let first = range.first, let last = range.last else {

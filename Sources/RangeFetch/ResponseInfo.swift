@@ -13,6 +13,8 @@ public struct ResponseInfo: Sendable, Equatable {
     public var rangeIgnored: Bool { status == 200 }
     /// Offset of the first body byte.
     public var bodyStart: Int64
+    /// The HTTP version of the response: "1.1" or "2".
+    public var httpVersion: String
 }
 
 /// How a range request ended.
