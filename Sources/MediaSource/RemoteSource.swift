@@ -18,6 +18,8 @@ public final class RemoteSource: MediaSource {
         var store: any RangeStore
         var readahead: ReadaheadState
         var counters = SourceCounters()
+        /// Bytes this source fetched, so that serving them is not counted as a cache hit.
+        var fetchedHere = RangeSet()
         var warnings: [String] = []
         /// Set once the origin has shown its size (from the store's validators or a response).
         var size: Int64?
@@ -56,11 +58,13 @@ public final class RemoteSource: MediaSource {
             let store = self.store
             let n = try store.read(into: buffer, at: offset)
             if n > 0 {
-                state.withLock {
-                    $0.readahead.didRead(at: offset, count: n)
-                    if fetchedForThisRead == 0 { $0.counters.bytesFromCache += Int64(n) }
+                let fromCache = state.withLock { s -> Int64 in
+                    s.readahead.didRead(at: offset, count: n)
+                    let local = s.fetchedHere.gaps(in: offset..<offset + Int64(n)).reduce(0) { $0 + Int64($1.count) }
+                    s.counters.bytesFromCache += local
+                    return local
                 }
-                store.recordRead(fromCache: fetchedForThisRead == 0 ? Int64(n) : 0, fetched: fetchedForThisRead)
+                store.recordRead(fromCache: fromCache, fetched: fetchedForThisRead)
                 return n
             }
             try store.refresh()
@@ -95,7 +99,7 @@ public final class RemoteSource: MediaSource {
             outcome = try fetcher.fetch(url: input, range: range, ifRange: validators.etag ?? validators.lastModified,
                                         cancellation: cancellation, tally: &tally,
                                         onResponse: { try self.accept($0) },
-                                        onData: { offset, bytes in try self.store.write(bytes, at: offset) })
+                                        onData: { offset, bytes in try self.store(bytes, at: offset) })
         } catch {
             count(tally)
             throw error
@@ -112,6 +116,11 @@ public final class RemoteSource: MediaSource {
             state.withLock { $0.size = size }
             return nil
         }
+    }
+
+    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        try store.write(bytes, at: offset)
+        state.withLock { $0.fetchedHere.insert(offset..<offset + Int64(bytes.count)) }
     }
 
     private func count(_ tally: FetchCounters) {

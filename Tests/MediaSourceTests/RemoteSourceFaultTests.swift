@@ -1,0 +1,81 @@
+import ByteCache
+import Foundation
+import MediaSource
+import RangeFetch
+import TestSupport
+import XCTest
+
+/// The read path against servers that misbehave.
+final class RemoteSourceFaultTests: XCTestCase {
+    func session(_ dir: TempDirectory) throws -> MediaSession {
+        var options = FetchOptions()
+        options.timeout = 5
+        options.retryDelay = 0.05
+        return MediaSession(cache: try ByteCache(directory: dir.file("cache")), fetchOptions: options)
+    }
+
+    func readAll(_ source: any MediaSource, _ range: Range<Int64>) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: range.count)
+        var done = 0
+        while done < range.count {
+            let n = try out.withUnsafeMutableBytes {
+                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]), at: range.lowerBound + Int64(done))
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(out[0..<done])
+    }
+
+    func testChangedContentDropsOldBytesAndNeverMixes() throws {
+        let dir = try TempDirectory()
+        let v1 = randomBytes(500_000, seed: 1), v2 = randomBytes(500_000, seed: 2)
+        let server = try FaultServer()
+        server.route("/v", .serve(body: v1, etag: "\"v1\""))
+        XCTAssertEqual(try readAll(try session(dir).open(server.url("/v")), 0..<100_000), Array(v1[0..<100_000]))
+        server.route("/v", .serve(body: v2, etag: "\"v2\""))
+        let source = try session(dir).open(server.url("/v"))
+        // Cached bytes of v1 are served until the origin is asked again...
+        XCTAssertEqual(try readAll(source, 300_000..<310_000), Array(v2[300_000..<310_000]))
+        XCTAssertEqual(server.requests.last?.headers["if-range"], "\"v1\"")
+        XCTAssertTrue(source.warnings.contains { $0.contains("changed") }, "\(source.warnings)")
+        // ...and once it says the content changed, v1's ranges are gone: no mixing.
+        XCTAssertEqual(try readAll(source, 0..<100_000), Array(v2[0..<100_000]))
+        let cache = try ByteCache(directory: dir.file("cache"))
+        let resource = try XCTUnwrap(try cache.resource(for: server.url("/v")))
+        XCTAssertEqual(resource.validators.etag, "\"v2\"")
+    }
+
+    func testServerIgnoringRangesStillServesTheRightBytesAndWarnsOnce() throws {
+        let dir = try TempDirectory()
+        let body = randomBytes(2_000_000, seed: 9)
+        let server = try FaultServer()
+        server.route("/v", .ignoreRanges(body: body))
+        let source = try session(dir).open(server.url("/v"))
+        XCTAssertEqual(try readAll(source, 1_000_000..<1_100_000), Array(body[1_000_000..<1_100_000]))
+        XCTAssertEqual(try readAll(source, 0..<2_000_000), body)
+        XCTAssertEqual(source.warnings.filter { $0.contains("ignores range") }.count, 1)
+        let cache = try ByteCache(directory: dir.file("cache"))
+        XCTAssertTrue(try cache.presentRanges(for: server.url("/v")).contains(0..<1_100_000), "what arrived was kept")
+    }
+
+    func testDroppedConnectionIsResumedTransparently() throws {
+        let dir = try TempDirectory()
+        let body = randomBytes(1_000_000, seed: 4)
+        let server = try FaultServer()
+        server.route("/v", .sequence([.dropAfter(bytes: 100_000, then: .serve(body: body)), .serve(body: body)]))
+        let source = try session(dir).open(server.url("/v"))
+        XCTAssertEqual(try readAll(source, 0..<1_000_000), body)
+    }
+
+    func testHTTPErrorsSurfaceWithTheURL() throws {
+        let dir = try TempDirectory()
+        let server = try FaultServer()
+        server.route("/gone", .status(404))
+        let source = try session(dir).open(server.url("/gone"))
+        XCTAssertThrowsError(try readAll(source, 0..<10)) { error in
+            XCTAssertTrue("\(error)".contains("HTTP 404"))
+            XCTAssertTrue("\(error)".contains(server.url("/gone")))
+        }
+    }
+}
