@@ -42,6 +42,8 @@ public final class LocalFileSource: MediaSource {
         }
     }
 
+    public func limitReadahead(to end: Int64?) {}
+
     public var counters: SourceCounters {
         var c = SourceCounters()
         c.bytesFromCache = served.load(ordering: .relaxed)

@@ -8,6 +8,9 @@ public protocol MediaSource: AnyObject, Sendable {
     func size() throws -> Int64?
     /// Reads up to `buffer.count` bytes at `offset`. Returns 0 only at the end of the resource.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
+    /// Tells the source that bytes at or past `end` will not be read (nil: unknown), so that
+    /// readahead does not fetch beyond what the job needs.
+    func limitReadahead(to end: Int64?)
     /// What reading has cost so far.
     var counters: SourceCounters { get }
     /// Things a person should hear about once (e.g. "the server ignores range requests").

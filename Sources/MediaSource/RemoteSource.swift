@@ -23,6 +23,7 @@ public final class RemoteSource: MediaSource {
         var warnings: [String] = []
         /// Set once the origin has shown its size (from the store's validators or a response).
         var size: Int64?
+        var readaheadLimit: Int64?
     }
     private let state: Mutex<State>
 
@@ -41,6 +42,10 @@ public final class RemoteSource: MediaSource {
     public var warnings: [String] { state.withLock { $0.warnings } }
 
     private var store: any RangeStore { state.withLock { $0.store } }
+
+    public func limitReadahead(to end: Int64?) {
+        state.withLock { $0.readaheadLimit = end }
+    }
 
     public func size() throws -> Int64? {
         if let size = state.withLock({ $0.size }) { return size }
@@ -76,10 +81,12 @@ public final class RemoteSource: MediaSource {
 
     /// Fetches the missing run that starts at `offset`. Returns the bytes received, or nil at EOF.
     private func fetchMiss(at offset: Int64, minimum: Int64) throws -> Int64? {
-        let (store, window, knownSize) = state.withLock { s in
-            (s.store, s.readahead.windowForMiss(at: offset), s.size)
+        let (store, window, knownSize, limit) = state.withLock { s in
+            (s.store, s.readahead.windowForMiss(at: offset), s.size, s.readaheadLimit)
         }
-        var end = offset + max(window, minimum)
+        var end = offset + window
+        if let limit, limit > offset { end = min(end, limit) }
+        end = max(end, offset + minimum)
         if let knownSize { end = min(end, knownSize) }
         // Never fetch what is stored: stop at the next present byte.
         if let gap = store.available.gaps(in: offset..<end).first, gap.lowerBound == offset {

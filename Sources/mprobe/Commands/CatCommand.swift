@@ -29,6 +29,7 @@ enum CatCommand: Command {
 
         var offset = requested?.lowerBound ?? 0
         let end = requested?.upperBound ?? Int64.max
+        source.limitReadahead(to: requested?.upperBound)
         let chunk = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }

@@ -1,0 +1,44 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// Runs the built `mprobe` binary, as a user would.
+class CLITestCase: XCTestCase {
+    var dir: TempDirectory!
+
+    override func setUpWithError() throws {
+        dir = try TempDirectory()
+    }
+
+    var cacheDir: String { dir.file("cache") }
+
+    @discardableResult
+    func mprobe(_ args: [String], environment: [String: String]? = nil, expect status: Int32? = 0,
+                file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+        let result = try runProcess(try mprobeBinary(), args, environment: environment, timeout: 300)
+        if let status {
+            XCTAssertEqual(result.status, status, "mprobe \(args.joined(separator: " ")): \(result.stderr)", file: file, line: line)
+        }
+        return result
+    }
+
+    func json(_ result: ProcessResult) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout))
+        return try XCTUnwrap(object as? [String: Any], "not a JSON object: \(result.stdoutString)")
+    }
+
+    /// `(start, end)` pairs, end exclusive, from `mprobe cache ranges URL --json`.
+    func cachedRanges(_ url: String) throws -> [(Int64, Int64)] {
+        let object = try json(try mprobe(["cache", "ranges", url, "--json", "--cache-dir", cacheDir]))
+        let ranges = try XCTUnwrap(object["ranges"] as? [[String: Any]])
+        return ranges.map { (($0["start"] as? NSNumber)?.int64Value ?? -1, ($0["end"] as? NSNumber)?.int64Value ?? -1) }
+    }
+
+    func writeFile(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let path = dir.file(name)
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+}
