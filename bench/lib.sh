@@ -1,0 +1,31 @@
+# Shared helpers for the benchmarks: a loopback nginx with a byte-counting access log.
+# Sourced by the bench scripts; needs the packages from scripts/deps.sh.
+
+bench_start_nginx() { # ROOT WORKDIR -> sets NGINX_PORT, NGINX_LOG
+    local root="$1" work="$2"
+    NGINX_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    NGINX_LOG="$work/access.log"
+    mkdir -p "$work"
+    cat > "$work/nginx.conf" <<CONF
+daemon off; master_process off; pid $work/nginx.pid; error_log $work/error.log;
+events {}
+http {
+  sendfile on; keepalive_requests 100000; keepalive_timeout 60s;
+  log_format bench '\$connection \$connection_requests "\$request" \$status \$body_bytes_sent "\$http_range"';
+  access_log $NGINX_LOG bench;
+  server { listen 127.0.0.1:$NGINX_PORT; root $root; }
+}
+CONF
+    nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log" &
+    NGINX_PID=$!
+    for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+}
+
+bench_stop_nginx() { kill "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; }
+
+# Requests and body bytes in the access log since it was last truncated.
+bench_log_requests() { wc -l < "$NGINX_LOG" | tr -d ' '; }
+bench_log_bytes() { awk '{ s += $(NF-1) } END { print s + 0 }' "$NGINX_LOG"; }
+
+# Wall seconds of a command (stdout discarded unless redirected inside).
+bench_time() { local t0 t1; t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }

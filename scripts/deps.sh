@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what mprobe needs to build, test and benchmark on Debian, if it is missing.
+# Sourced by ./run and ./test; safe to run again (does nothing when everything is there).
+set -euo pipefail
+
+MPROBE_DEB_PACKAGES=(
+    pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+    libcurl4-openssl-dev libsqlite3-dev
+    nginx ffmpeg openssl curl ca-certificates
+)
+
+mprobe_install_deps() {
+    local missing=()
+    for p in "${MPROBE_DEB_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "mprobe: installing Debian packages: ${missing[*]}" >&2
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    fi
+    # The Swift toolchain ships in /opt/swift on our machines; make sure it is on PATH.
+    if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+        export PATH="/opt/swift/usr/bin:$PATH"
+    fi
+    command -v swift >/dev/null 2>&1 || { echo "mprobe: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
+}
