@@ -1,17 +1,44 @@
 import CFFmpeg
+import Foundation
+import MediaSource
+import RangeFetch
 
-/// An opened demuxer: the single owner of an `AVFormatContext`, closed in `deinit`.
+/// An opened demuxer reading a `MediaSource` through an `AVIOBridge`: the single owner of the
+/// `AVFormatContext` (closed in `deinit`) and of the bridge, which outlives it.
 public final class FormatContext {
     let pointer: UnsafeMutablePointer<AVFormatContext>
+    private let bridge: AVIOBridge
 
-    /// Opens a local file with libavformat's own I/O and reads the stream headers.
+    /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first
+    /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
-    public init(path: String) throws {
-        var context: UnsafeMutablePointer<AVFormatContext>?
-        try FFmpegError.check(avformat_open_input(&context, path, nil, nil), "avformat_open_input")
-        guard let context else { throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_open_input") }
-        pointer = context
-        try FFmpegError.check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
+    public init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil,
+                deadline: Date? = nil) throws {
+        FFmpegLog.quietByDefault()
+        bridge = try AVIOBridge(source: source, cancellation: cancellation, deadline: deadline)
+        guard let context = avformat_alloc_context() else {
+            throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_alloc_context")
+        }
+        context.pointee.pb = bridge.context
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        context.pointee.interrupt_callback = AVIOInterruptCB(callback: avioInterrupt,
+                                                             opaque: Unmanaged.passUnretained(bridge).toOpaque())
+        var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        // The name only hints the format prober (by extension); bytes come from the bridge.
+        let rc = avformat_open_input(&opened, FormatContext.nameHint(source.input), nil, nil)
+        guard rc >= 0, let opened else {
+            // avformat_open_input freed the context; the bridge (our AVIOContext) goes with self.
+            throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)
+        }
+        pointer = opened
+        if findStreamInfo {
+            let rc = avformat_find_stream_info(opened, nil)
+            if rc < 0 {
+                var context: UnsafeMutablePointer<AVFormatContext>? = opened
+                avformat_close_input(&context)
+                throw FormatContext.failure(rc, "avformat_find_stream_info", bridge: bridge)
+            }
+        }
     }
 
     deinit {
@@ -19,28 +46,48 @@ public final class FormatContext {
         avformat_close_input(&context)
     }
 
+    /// The error to report: what the read path said (HTTP, offline...), else FFmpeg's.
+    private static func failure(_ code: Int32, _ function: String, bridge: AVIOBridge) -> Error {
+        if let error = bridge.lastError { return error }
+        if bridge.interrupted || code == mp_averror_exit() { return MediaError.interrupted }
+        return FFmpegError(code: code, function: function)
+    }
+
+    private static func nameHint(_ input: String) -> String {
+        let path = input.split(separator: "?", maxSplits: 1).first.map(String.init) ?? input
+        return path.split(separator: "/").last.map(String.init) ?? path
+    }
+
     /// libavformat's short name for the container, e.g. `mov,mp4,m4a,3gp,3g2,mj2`.
     public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
 
-    /// Duration in seconds, if the container states one.
-    public var duration: Double? {
-        let d = pointer.pointee.duration
-        guard d != mp_av_nopts_value(), d >= 0 else { return nil }
-        return Double(d) / Double(AV_TIME_BASE)
-    }
-
     public var streamCount: Int { Int(pointer.pointee.nb_streams) }
+
+    func stream(_ index: Int) -> UnsafeMutablePointer<AVStream>? {
+        guard index >= 0, index < streamCount else { return nil }
+        return pointer.pointee.streams[index]
+    }
 
     /// The codec name of each stream, in stream order.
     public var codecNames: [String] {
         (0..<streamCount).map { i in
-            guard let stream = pointer.pointee.streams[i], let name = avcodec_get_name(stream.pointee.codecpar.pointee.codec_id)
+            guard let stream = stream(i), let name = avcodec_get_name(stream.pointee.codecpar.pointee.codec_id)
             else { return "unknown" }
             return String(cString: name)
         }
     }
 }
 
-#if canImport(Glibc)
-import Glibc
-#endif
+/// FFmpeg logs to stderr by default; library code must not print, so it is silenced unless the
+/// CLI asks for it (`-v`). The level is process-wide in FFmpeg, hence set once.
+public enum FFmpegLog {
+    private static let silenced: Void = av_log_set_level(AV_LOG_QUIET)
+
+    static func quietByDefault() { _ = silenced }
+
+    /// Lets FFmpeg print warnings and errors (for `-v`).
+    public static func showWarnings() {
+        _ = silenced
+        av_log_set_level(AV_LOG_WARNING)
+    }
+}

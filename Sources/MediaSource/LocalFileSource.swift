@@ -44,6 +44,11 @@ public final class LocalFileSource: MediaSource {
 
     public func limitReadahead(to end: Int64?) {}
 
+    public func isLocal(_ range: Range<Int64>) -> Bool { true }
+
+    /// A local file is already local.
+    public func prefetch(_ range: Range<Int64>) throws {}
+
     public var counters: SourceCounters {
         var c = SourceCounters()
         c.bytesFromCache = served.load(ordering: .relaxed)

@@ -8,6 +8,11 @@ public protocol MediaSource: AnyObject, Sendable {
     func size() throws -> Int64?
     /// Reads up to `buffer.count` bytes at `offset`. Returns 0 only at the end of the resource.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
+    /// Makes sure every byte of `range` (clipped to the size) is stored locally, requesting each
+    /// missing gap with one closed range request. Offline, a gap is an `offlineMiss`.
+    func prefetch(_ range: Range<Int64>) throws
+    /// True when every byte of `range` can be read without the network.
+    func isLocal(_ range: Range<Int64>) -> Bool
     /// Tells the source that bytes at or past `end` will not be read (nil: unknown), so that
     /// readahead does not fetch beyond what the job needs.
     func limitReadahead(to end: Int64?)

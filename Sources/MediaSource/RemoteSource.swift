@@ -79,6 +79,36 @@ public final class RemoteSource: MediaSource {
         }
     }
 
+    public func isLocal(_ range: Range<Int64>) -> Bool {
+        store.available.contains(range)
+    }
+
+    public func prefetch(_ range: Range<Int64>) throws {
+        var wanted = range
+        if let size = state.withLock({ $0.size }) { wanted = range.clamped(to: 0..<size) }
+        var previousGap: Int64?
+        while let gap = try missing(in: wanted) {
+            // A memory store smaller than the range cannot hold it all: best effort, no loop.
+            if gap.lowerBound == previousGap { return }
+            previousGap = gap.lowerBound
+            if offline { throw SourceError.offlineMiss(input: input, range: gap) }
+            guard let claimed = inflight.claim(gap) else { continue } // fetched by another thread meanwhile
+            defer { inflight.release(claimed) }
+            guard try fetch(claimed) != nil else { return } // the resource ends before the gap
+            if let size = state.withLock({ $0.size }) { wanted = wanted.clamped(to: 0..<size) }
+        }
+    }
+
+    /// The first gap of `range` after looking at the index again (other processes may have filled it).
+    private func missing(in range: Range<Int64>) throws -> Range<Int64>? {
+        guard !range.isEmpty else { return nil }
+        if store.available.gaps(in: range).first != nil {
+            try store.refresh()
+            return store.available.gaps(in: range).first
+        }
+        return nil
+    }
+
     /// Fetches the missing run that starts at `offset`. Returns the bytes received, or nil at EOF.
     private func fetchMiss(at offset: Int64, minimum: Int64) throws -> Int64? {
         let (store, window, knownSize, limit) = state.withLock { s in

@@ -3,7 +3,7 @@ import Foundation
 /// The mprobe CLI: a thin layer over the libraries that parses arguments, prints, and maps
 /// errors to exit codes.
 enum CLI {
-    static let commands: [any Command.Type] = [CatCommand.self, CacheCommand.self]
+    static let commands: [any Command.Type] = [ProbeCommand.self, CatCommand.self, CacheCommand.self]
 
 static func mainHelp() -> String {
     let list = commands.map { "  \($0.name.padding(toLength: 8, withPad: " ", startingAt: 0))\($0.summary)" }
@@ -13,7 +13,8 @@ static func mainHelp() -> String {
     return """
         mprobe — probe, prefetch and cache remote media with exact HTTP range requests
 
-        Usage: mprobe COMMAND [options]
+        Usage: mprobe URL|PATH...          probe (see mprobe help probe)
+               mprobe COMMAND [options]
                mprobe help COMMAND
 
         Commands:
@@ -37,12 +38,20 @@ static func runMain(_ argv: [String]) -> ExitCode {
         Console.out(command.help)
         return .success
     }
-    guard let command = commands.first(where: { $0.name == first }) else {
+    // `mprobe URL` means `mprobe probe URL`: anything that is not a command name is an input.
+    var argv = argv
+    let command: any Command.Type
+    if let named = commands.first(where: { $0.name == first }) {
+        command = named
+        argv.removeFirst()
+    } else if first.hasPrefix("-") || first.contains("/") || first.contains(".") {
+        command = ProbeCommand.self
+    } else {
         Console.error("unknown command '\(first)' (see mprobe --help)")
         return .usage
     }
     do {
-        let args = try Arguments(Array(argv.dropFirst()), valueOptions: command.valueOptions,
+        let args = try Arguments(argv, valueOptions: command.valueOptions,
                                  flagOptions: command.flagOptions)
         if args.flag("help") {
             Console.out(command.help)

@@ -1,0 +1,81 @@
+import CFFmpeg
+import MediaSource
+
+/// Reading the container's and streams' fields into a `ProbeResult`, as ffprobe names them.
+extension FormatContext {
+    func describe(input: String) -> ProbeResult {
+        let fc = pointer.pointee
+        let timeBase = Double(AV_TIME_BASE)
+        return ProbeResult(
+            input: input, size: nil, format: formatName,
+            formatLongName: fc.iformat.pointee.long_name.map { String(cString: $0) },
+            duration: fc.duration == mp_av_nopts_value() || fc.duration < 0 ? nil : Double(fc.duration) / timeBase,
+            bitRate: fc.bit_rate > 0 ? fc.bit_rate : nil,
+            startTime: fc.start_time == mp_av_nopts_value() ? nil : Double(fc.start_time) / timeBase,
+            layout: nil,
+            tracks: (0..<streamCount).compactMap { stream($0).map(track) },
+            tags: FormatContext.tags(fc.metadata),
+            fetch: SourceCounters(), seconds: 0)
+    }
+
+    private func track(_ st: UnsafeMutablePointer<AVStream>) -> TrackInfo {
+        let s = st.pointee
+        let par = s.codecpar.pointee
+        let timeBase = Double(s.time_base.num) / Double(max(1, s.time_base.den))
+        var info = TrackInfo(
+            index: Int(s.index), kind: FormatContext.kind(par.codec_type),
+            codec: avcodec_get_name(par.codec_id).map { String(cString: $0) } ?? "unknown",
+            codecLongName: avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
+            profile: avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
+            bitRate: par.bit_rate > 0 ? par.bit_rate : nil,
+            duration: s.duration == mp_av_nopts_value() || s.duration < 0 ? nil : Double(s.duration) * timeBase,
+            frames: s.nb_frames > 0 ? s.nb_frames : nil,
+            isDefault: s.disposition & AV_DISPOSITION_DEFAULT != 0,
+            tags: FormatContext.tags(s.metadata))
+        switch par.codec_type {
+        case AVMEDIA_TYPE_VIDEO:
+            info.width = par.width > 0 ? Int(par.width) : nil
+            info.height = par.height > 0 ? Int(par.height) : nil
+            let rate = s.avg_frame_rate.num > 0 && s.avg_frame_rate.den > 0 ? s.avg_frame_rate : s.r_frame_rate
+            if rate.num > 0 && rate.den > 0 { info.frameRate = Double(rate.num) / Double(rate.den) }
+            if par.format >= 0 {
+                info.pixelFormat = av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) }
+            }
+            let rotation = mp_stream_rotation(st)
+            if !rotation.isNaN { info.rotation = rotation == 0 ? 0 : rotation }
+        case AVMEDIA_TYPE_AUDIO:
+            info.sampleRate = par.sample_rate > 0 ? Int(par.sample_rate) : nil
+            info.channels = par.ch_layout.nb_channels > 0 ? Int(par.ch_layout.nb_channels) : nil
+            var layout = par.ch_layout
+            var buffer = [CChar](repeating: 0, count: 128)
+            if par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC, av_channel_layout_describe(&layout, &buffer, buffer.count) > 0 {
+                info.channelLayout = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+        default: break
+        }
+        info.language = info.tags.first(where: { $0.0 == "language" })?.1
+        return info
+    }
+
+    private static func kind(_ type: AVMediaType) -> TrackInfo.Kind {
+        switch type {
+        case AVMEDIA_TYPE_VIDEO: return .video
+        case AVMEDIA_TYPE_AUDIO: return .audio
+        case AVMEDIA_TYPE_SUBTITLE: return .subtitle
+        case AVMEDIA_TYPE_DATA: return .data
+        case AVMEDIA_TYPE_ATTACHMENT: return .attachment
+        default: return .unknown
+        }
+    }
+
+    /// All entries of an `AVDictionary`, in order.
+    static func tags(_ dict: OpaquePointer?) -> [(String, String)] {
+        var out: [(String, String)] = []
+        var entry: UnsafeMutablePointer<AVDictionaryEntry>?
+        while let e = av_dict_get(dict, "", entry, AV_DICT_IGNORE_SUFFIX) {
+            out.append((String(cString: e.pointee.key), String(cString: e.pointee.value)))
+            entry = e
+        }
+        return out
+    }
+}

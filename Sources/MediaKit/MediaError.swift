@@ -1,0 +1,20 @@
+/// What went wrong with the media itself, in words a person can act on.
+public enum MediaError: Error, CustomStringConvertible, Equatable {
+    /// libavformat found no container it can read.
+    case notMedia(input: String)
+    /// The container was recognised but its data is damaged or cut short.
+    case malformed(input: String, detail: String)
+    /// An MP4/MOV without a `moov` box: nothing can be played.
+    case noMoov(input: String, detail: String)
+    /// Cancelled, or the job's time ran out.
+    case interrupted
+
+    public var description: String {
+        switch self {
+        case .notMedia(let input): return "\(input): not a media file libavformat can read"
+        case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
+        case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"
+        case .interrupted: return "interrupted (cancelled or out of time)"
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import CFFmpeg
+import Foundation
+import MediaSource
+import RangeFetch
+
+/// Probes one input: for MP4/MOV the box walker fetches the moov first, then libavformat reads
+/// the header (and, unless `fast`, the first packets) from the cache.
+public struct Prober: Sendable {
+    /// Header only: skip `avformat_find_stream_info`, so no sample data is read. Fields that need
+    /// a decoded frame (pixel format for some codecs, frame rate of some containers) may be missing.
+    public var fast = false
+    /// Seconds the whole probe may take (nil: no limit beyond the fetcher's stall timeout).
+    public var timeLimit: Double?
+    public var walker = BoxWalker()
+
+    public init() {}
+
+    public func probe(_ input: String, session: MediaSession) throws -> ProbeResult {
+        let started = Date()
+        let source = try session.open(input)
+        let before = source.counters
+        let layout = try walker.walk(source) // first, so its first request also learns the size
+        let size = try source.size()
+        if let layout, layout.moov == nil {
+            // An ISO-BMFF file without a moov cannot be demuxed; say why instead of FFmpeg's error.
+            throw MediaError.noMoov(input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
+        }
+        let context: FormatContext
+        do {
+            context = try FormatContext(source: source, findStreamInfo: !fast, cancellation: session.cancellation,
+                                        deadline: timeLimit.map { started.addingTimeInterval($0) })
+        } catch let error as FFmpegError {
+            throw Prober.mediaError(error, input: input, layout: layout)
+        }
+        var result = context.describe(input: input)
+        result.size = size
+        result.layout = layout
+        result.fetch = source.counters.since(before)
+        result.seconds = Date().timeIntervalSince(started)
+        return result
+    }
+
+    private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?) -> MediaError {
+        if error.code == mp_averror_invaliddata() && error.function == "avformat_open_input" && layout == nil {
+            return .notMedia(input: input)
+        }
+        let detail = layout?.damaged.map { "\($0); " } ?? ""
+        return .malformed(input: input, detail: detail + error.description)
+    }
+}
+
+extension SourceCounters {
+    /// What was counted after `earlier`.
+    func since(_ earlier: SourceCounters) -> SourceCounters {
+        var c = SourceCounters()
+        c.requests = requests - earlier.requests
+        c.connections = connections - earlier.connections
+        c.bytesFetched = bytesFetched - earlier.bytesFetched
+        c.bytesFromCache = bytesFromCache - earlier.bytesFromCache
+        return c
+    }
+}

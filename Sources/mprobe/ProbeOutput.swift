@@ -1,0 +1,104 @@
+import Foundation
+import MediaKit
+import MediaSource
+
+/// How a `ProbeResult` is shown: a compact summary for people, an object for programs.
+enum ProbeOutput {
+    static func errorLine(input: String, error: Error) -> String {
+        let text = "\(error)"
+        return text.contains(input) ? text : "\(input): \(text)"
+    }
+
+    static func json(_ r: ProbeResult) -> JSON {
+        let moov: JSON = r.layout?.moov.map { box in
+            .object([("offset", .int(box.offset)), ("size", .int(box.size)),
+                     ("position", .string(r.layout?.moovPosition?.rawValue ?? "front"))])
+        } ?? .null
+        return .object([
+            ("url", .string(r.input)),
+            ("size", .optional(r.size)),
+            ("format", .string(r.format)),
+            ("format_long_name", .optional(r.formatLongName)),
+            ("duration", r.duration.map { .double(round6($0)) } ?? .null),
+            ("bit_rate", .optional(r.bitRate)),
+            ("start_time", r.startTime.map { .double(round6($0)) } ?? .null),
+            ("moov", moov),
+            ("fragmented", .bool(r.layout?.fragmented ?? false)),
+            ("tracks", .array(r.tracks.map(track))),
+            ("tags", tags(r.tags)),
+            ("fetch", .object([("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched)),
+                               ("bytes_from_cache", .int(r.fetch.bytesFromCache)), ("seconds", .double(round6(r.seconds)))])),
+        ])
+    }
+
+    private static func track(_ t: TrackInfo) -> JSON {
+        func int(_ v: Int?) -> JSON { v.map { .int($0) } ?? .null }
+        func double(_ v: Double?) -> JSON { v.map { .double(round6($0)) } ?? .null }
+        return .object([
+            ("index", .int(t.index)), ("type", .string(t.kind.rawValue)), ("codec", .string(t.codec)),
+            ("codec_long_name", .optional(t.codecLongName)), ("profile", .optional(t.profile)),
+            ("width", int(t.width)), ("height", int(t.height)), ("frame_rate", double(t.frameRate)),
+            ("pixel_format", .optional(t.pixelFormat)), ("sample_rate", int(t.sampleRate)),
+            ("channels", int(t.channels)), ("channel_layout", .optional(t.channelLayout)),
+            ("language", .optional(t.language)), ("bit_rate", .optional(t.bitRate)),
+            ("duration", double(t.duration)), ("frames", .optional(t.frames)), ("rotation", double(t.rotation)),
+            ("default", .bool(t.isDefault)), ("tags", tags(t.tags)),
+        ])
+    }
+
+    private static func tags(_ tags: [(String, String)]) -> JSON {
+        .object(tags.map { ($0.0, .string($0.1)) })
+    }
+
+    private static func round6(_ v: Double) -> Double { (v * 1_000_000).rounded() / 1_000_000 }
+
+    static func human(_ r: ProbeResult, verbose: Bool) -> String {
+        var head: [String] = [r.format]
+        if let d = r.duration { head.append(clock(d)) }
+        if let s = r.size { head.append(Console.humanBytes(s)) }
+        if let b = r.bitRate { head.append(kbps(b)) }
+        if let layout = r.layout {
+            if let moov = layout.moov, let position = layout.moovPosition {
+                head.append("moov at \(position.rawValue) (\(Console.humanBytes(moov.size)) at \(moov.offset))")
+            }
+            if layout.fragmented { head.append("fragmented") }
+        }
+        var lines = [r.input, "  " + head.joined(separator: " · ")]
+        if let damaged = r.layout?.damaged { lines.append("  warning: \(damaged)") }
+        for t in r.tracks { lines.append("  #\(t.index) " + trackLine(t)) }
+        let cost = "  fetched: \(r.fetch.requests) requests, \(Console.humanBytes(r.fetch.bytesFetched)), "
+            + "\(Console.humanBytes(r.fetch.bytesFromCache)) from cache, \(String(format: "%.2f", r.seconds)) s"
+        if verbose {
+            lines.append(cost)
+        } else if isatty(STDOUT_FILENO) != 0 {
+            lines.append("\u{1B}[2m" + cost + "\u{1B}[0m")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func trackLine(_ t: TrackInfo) -> String {
+        var parts = [t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0), t.codec]
+        if let p = t.profile { parts[1] += " (\(p))" }
+        if let w = t.width, let h = t.height { parts.append("\(w)x\(h)") }
+        if let f = t.frameRate { parts.append(String(format: "%g fps", (f * 1000).rounded() / 1000)) }
+        if let p = t.pixelFormat { parts.append(p) }
+        if let r = t.rotation, r != 0 { parts.append("rotated \(Int(r))°") }
+        if let s = t.sampleRate { parts.append("\(s) Hz") }
+        if let l = t.channelLayout ?? t.channels.map({ "\($0) ch" }) { parts.append(l) }
+        if let lang = t.language, lang != "und" { parts.append(lang) }
+        if let b = t.bitRate { parts.append(kbps(b)) }
+        if t.isDefault { parts.append("default") }
+        return parts.joined(separator: "  ")
+    }
+
+    private static func kbps(_ bits: Int64) -> String {
+        bits >= 10_000_000 ? String(format: "%.1f Mb/s", Double(bits) / 1e6) : "\(bits / 1000) kb/s"
+    }
+
+    private static func clock(_ seconds: Double) -> String {
+        let total = Int(seconds)
+        let h = total / 3600, m = total / 60 % 60
+        let s = seconds - Double(h * 3600 + m * 60)
+        return h > 0 ? String(format: "%d:%02d:%06.3f", h, m, s) : String(format: "%d:%06.3f", m, s)
+    }
+}
