@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// Contract with FFmpeg: read returns >0 bytes or `AVERROR_EOF`/an error, never 0; seek handles
 /// `AVSEEK_SIZE`, `SEEK_SET/CUR/END` and rejects negative offsets; offsets are `Int64`. In FFmpeg 5.1
-/// the interrupt callback is consulted only in a few places, so cancellation and the deadline are
-/// also checked in the read callback, which then returns `AVERROR_EXIT`.
+/// the interrupt callback is consulted only in a few places, so cancellation is also checked in
+/// the read callback, which then returns `AVERROR_EXIT`. (A fetch already running is stopped by
+/// the same `Cancellation` through libcurl's progress callback.)
 ///
 /// Owns the `AVIOContext` and its buffer. FFmpeg may replace the buffer, so it is freed through
 /// `pb->buffer`, exactly once, in `deinit` — also when `avformat_open_input` failed.
@@ -18,7 +19,6 @@ final class AVIOBridge {
 
     let source: any MediaSource
     let cancellation: Cancellation?
-    let deadline: Date?
     private(set) var context: UnsafeMutablePointer<AVIOContext>!
     // Touched only by the demux thread, inside FFmpeg's callbacks.
     private var position: Int64 = 0
@@ -26,10 +26,9 @@ final class AVIOBridge {
     private(set) var lastError: Error?
     private(set) var interrupted = false
 
-    init(source: any MediaSource, cancellation: Cancellation?, deadline: Date?) throws {
+    init(source: any MediaSource, cancellation: Cancellation?) throws {
         self.source = source
         self.cancellation = cancellation
-        self.deadline = deadline
         guard let buffer = av_malloc(Int(AVIOBridge.bufferSize)) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "av_malloc")
         }
@@ -47,12 +46,7 @@ final class AVIOBridge {
         avio_context_free(&context)
     }
 
-    /// True when the job was cancelled or ran past its deadline.
-    var shouldStop: Bool {
-        if cancellation?.isCancelled == true { return true }
-        if let deadline, Date() >= deadline { return true }
-        return false
-    }
+    var shouldStop: Bool { cancellation?.isCancelled == true }
 
     fileprivate func read(_ buffer: UnsafeMutablePointer<UInt8>, _ size: Int32) -> Int32 {
         if shouldStop {

@@ -12,10 +12,9 @@ public final class FormatContext {
     /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
-    public init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil,
-                deadline: Date? = nil) throws {
+    public init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
         FFmpegLog.quietByDefault()
-        bridge = try AVIOBridge(source: source, cancellation: cancellation, deadline: deadline)
+        bridge = try AVIOBridge(source: source, cancellation: cancellation)
         guard let context = avformat_alloc_context() else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_alloc_context")
         }

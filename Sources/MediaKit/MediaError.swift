@@ -6,7 +6,7 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
     case malformed(input: String, detail: String)
     /// An MP4/MOV without a `moov` box: nothing can be played.
     case noMoov(input: String, detail: String)
-    /// Cancelled, or the job's time ran out.
+    /// The job was cancelled.
     case interrupted
 
     public var description: String {
@@ -14,7 +14,7 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
         case .notMedia(let input): return "\(input): not a media file libavformat can read"
         case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
         case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"
-        case .interrupted: return "interrupted (cancelled or out of time)"
+        case .interrupted: return "interrupted: the job was cancelled"
         }
     }
 }

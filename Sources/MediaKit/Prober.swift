@@ -9,8 +9,6 @@ public struct Prober: Sendable {
     /// Header only: skip `avformat_find_stream_info`, so no sample data is read. Fields that need
     /// a decoded frame (pixel format for some codecs, frame rate of some containers) may be missing.
     public var fast = false
-    /// Seconds the whole probe may take (nil: no limit beyond the fetcher's stall timeout).
-    public var timeLimit: Double?
     public var walker = BoxWalker()
 
     public init() {}
@@ -21,14 +19,9 @@ public struct Prober: Sendable {
         let before = source.counters
         let layout = try walker.walk(source) // first, so its first request also learns the size
         let size = try source.size()
-        if let layout, layout.moov == nil {
-            // An ISO-BMFF file without a moov cannot be demuxed; say why instead of FFmpeg's error.
-            throw MediaError.noMoov(input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
-        }
         let context: FormatContext
         do {
-            context = try FormatContext(source: source, findStreamInfo: !fast, cancellation: session.cancellation,
-                                        deadline: timeLimit.map { started.addingTimeInterval($0) })
+            context = try FormatContext(source: source, findStreamInfo: !fast, cancellation: session.cancellation)
         } catch let error as FFmpegError {
             throw Prober.mediaError(error, input: input, layout: layout)
         }
@@ -41,6 +34,11 @@ public struct Prober: Sendable {
     }
 
     private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?) -> MediaError {
+        if let layout, layout.moov == nil {
+            // libavformat could not use an ISO-BMFF file without a moov (some HEIF images it can):
+            // say what is missing instead of FFmpeg's generic error.
+            return .noMoov(input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
+        }
         if error.code == mp_averror_invaliddata() && error.function == "avformat_open_input" && layout == nil {
             return .notMedia(input: input)
         }

@@ -1,5 +1,6 @@
 import ByteCache
 import RangeFetch
+import MediaKit
 import MediaSource
 
 /// The process exit statuses, documented in `--help` and the README.
@@ -45,6 +46,7 @@ enum ExitCode: Int32, CaseIterable {
             case .inconsistentOrigin: return .network
             }
         case is CacheError, is SQLiteError: return .localIO
+        case let e as MediaError where e == .interrupted: return .cancelled
         default: return .media
         }
     }

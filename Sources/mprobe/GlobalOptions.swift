@@ -68,6 +68,7 @@ struct GlobalOptions {
 
     func session() throws -> MediaSession {
         if offline && noCache { throw UsageError("--offline needs the cache; it cannot be combined with --no-cache") }
-        return MediaSession(cache: noCache ? nil : try openCache(), fetchOptions: try fetchOptions(), offline: offline)
+        return MediaSession(cache: noCache ? nil : try openCache(), fetchOptions: try fetchOptions(), offline: offline,
+                            cancellation: Interrupt.cancellation)
     }
 }

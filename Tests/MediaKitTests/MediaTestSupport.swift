@@ -1,0 +1,65 @@
+import ByteCache
+import Foundation
+import MediaKit
+import MediaSource
+import RangeFetch
+import TestSupport
+import XCTest
+
+/// Paths and helpers shared by the MediaKit tests.
+enum MediaFixtures {
+    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static let samples = repoRoot.appendingPathComponent("Samples").path
+    /// The shared corpus lives beside the repository (`../shared/corpus`), in CI too.
+    static let corpus = repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus").path
+
+    static func session(cacheDir: String?, offline: Bool = false) throws -> MediaSession {
+        var options = FetchOptions()
+        options.timeout = 5
+        options.retryDelay = 0.05
+        return MediaSession(cache: try cacheDir.map { try ByteCache(directory: $0) }, fetchOptions: options, offline: offline)
+    }
+
+    /// ffprobe's view of a file, the oracle: `-show_format -show_streams` as JSON.
+    static func ffprobe(_ path: String) throws -> (format: [String: Any], streams: [[String: Any]]) {
+        let result = try runProcess("/usr/bin/ffprobe", ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", path])
+        guard result.status == 0,
+              let object = try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any],
+              let format = object["format"] as? [String: Any] else {
+            throw TestSupportError.processFailed(command: "ffprobe \(path)", status: result.status, stderr: result.stderr)
+        }
+        return (format, object["streams"] as? [[String: Any]] ?? [])
+    }
+}
+
+/// Asserts that a probe agrees with ffprobe on the fields both report.
+func assertAgreesWithFFprobe(_ r: ProbeResult, _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    let oracle = try MediaFixtures.ffprobe(path)
+    XCTAssertEqual(r.format, oracle.format["format_name"] as? String, file: file, line: line)
+    if let d = (oracle.format["duration"] as? String).flatMap(Double.init) {
+        XCTAssertEqual(r.duration ?? -1, d, accuracy: 0.0015, "duration", file: file, line: line)
+    }
+    XCTAssertEqual(r.tracks.count, oracle.streams.count, "track count", file: file, line: line)
+    for (t, s) in zip(r.tracks, oracle.streams) {
+        XCTAssertEqual(t.codec, s["codec_name"] as? String ?? "none", "codec of #\(t.index)", file: file, line: line)
+        if let w = s["width"] as? Int, w > 0 { XCTAssertEqual(t.width, w, "width of #\(t.index)", file: file, line: line) }
+        if let h = s["height"] as? Int, h > 0 { XCTAssertEqual(t.height, h, "height of #\(t.index)", file: file, line: line) }
+        if let rate = s["sample_rate"] as? String, let r = Int(rate), r > 0 { XCTAssertEqual(t.sampleRate, r, file: file, line: line) }
+        if let ch = s["channels"] as? Int, ch > 0 { XCTAssertEqual(t.channels, ch, file: file, line: line) }
+        if let pf = s["pix_fmt"] as? String { XCTAssertEqual(t.pixelFormat, pf, file: file, line: line) }
+        if let p = s["profile"] as? String, p != "unknown" { XCTAssertEqual(t.profile, p, file: file, line: line) }
+        let tags = s["tags"] as? [String: String] ?? [:]
+        XCTAssertEqual(t.language, tags["language"], "language of #\(t.index)", file: file, line: line)
+        if let fr = s["avg_frame_rate"] as? String, fr != "0/0" {
+            let parts = fr.split(separator: "/").compactMap { Double($0) }
+            if parts.count == 2, parts[1] > 0, parts[0] > 0 {
+                XCTAssertEqual(t.frameRate ?? -1, parts[0] / parts[1], accuracy: 0.001, "frame rate of #\(t.index)", file: file, line: line)
+            }
+        }
+        let sideData = s["side_data_list"] as? [[String: Any]] ?? []
+        if let rotation = sideData.compactMap({ $0["rotation"] as? Int }).first {
+            XCTAssertEqual(t.rotation ?? 0, Double(rotation), accuracy: 0.01, "rotation of #\(t.index)", file: file, line: line)
+        }
+    }
+}
