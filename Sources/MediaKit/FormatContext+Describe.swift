@@ -14,7 +14,7 @@ extension FormatContext {
             startTime: fc.start_time == mp_av_nopts_value() ? nil : Double(fc.start_time) / timeBase,
             layout: nil,
             tracks: (0..<streamCount).compactMap { stream($0).map(track) },
-            tags: FormatContext.tags(fc.metadata),
+            tags: FormatContext.tags(fc.metadata), warnings: [],
             fetch: SourceCounters(), seconds: 0)
     }
 

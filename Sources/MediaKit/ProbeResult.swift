@@ -15,6 +15,8 @@ public struct ProbeResult: Sendable {
     public var layout: MP4Layout?
     public var tracks: [TrackInfo]
     public var tags: [(String, String)]
+    /// Things the user should hear once (a server that ignores ranges, a damaged box layout).
+    public var warnings: [String]
     /// What answering cost.
     public var fetch: SourceCounters
     public var seconds: Double

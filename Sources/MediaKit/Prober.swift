@@ -28,6 +28,7 @@ public struct Prober: Sendable {
         var result = context.describe(input: input)
         result.size = size
         result.layout = layout
+        result.warnings = source.warnings + (layout?.damaged.map { ["\(input): \($0)"] } ?? [])
         result.fetch = source.counters.since(before)
         result.seconds = Date().timeIntervalSince(started)
         return result

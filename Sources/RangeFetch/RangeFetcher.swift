@@ -41,6 +41,7 @@ public final class RangeFetcher: Sendable {
             let performed = try withoutActuallyEscaping(onResponse) { onResponse in
                 try withoutActuallyEscaping(onData) { onData in
                     let t = RangeTransfer(url: url, requested: start..<range.upperBound, cancellation: cancellation,
+                                          stallTimeout: options.timeout,
                                           onResponse: onResponse, onData: onData)
                     return try perform(t, ifRange: validator)
                 }
@@ -98,6 +99,7 @@ public final class RangeFetcher: Sendable {
         if let failure = transfer.failure { return .failure(failure) }
         let finished = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
         guard finished else {
+            if transfer.stalled { return .failure(FetchError.timeout(url: transfer.url)) }
             return .failure(FetchError.from(code, url: transfer.url, detail: ""))
         }
         switch transfer.status {
@@ -128,8 +130,6 @@ public final class RangeFetcher: Sendable {
         // Signals cannot be used for timeouts in a multi-threaded process.
         try easy.set(CURLOPT_NOSIGNAL, 1)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.timeout * 1000))
-        try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
-        try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(options.timeout.rounded(.up))))
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
         try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)

@@ -10,7 +10,13 @@ final class RangeTransfer {
     let onResponse: (ResponseInfo) throws -> Void
     let onData: (Int64, UnsafeRawBufferPointer) throws -> Void
     let cancellation: Cancellation?
+    /// Seconds without a received byte after which the transfer counts as stalled.
+    let stallTimeout: Double
     weak var easy: CurlEasy?
+    /// When the last header or body byte arrived (uptime seconds).
+    private var lastActivity = ProcessInfo.processInfo.systemUptime
+    /// Set when the progress callback aborted a stalled transfer.
+    private(set) var stalled = false
 
     /// "2" for an HTTP/2 response, else "1.1" (from the status line).
     private(set) var httpVersion = "1.1"
@@ -26,12 +32,13 @@ final class RangeTransfer {
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
     private(set) var stoppedEarly = false
 
-    init(url: String, requested: Range<Int64>, cancellation: Cancellation?,
+    init(url: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double,
          onResponse: @escaping (ResponseInfo) throws -> Void,
          onData: @escaping (Int64, UnsafeRawBufferPointer) throws -> Void) {
         self.url = url
         self.requested = requested
         self.cancellation = cancellation
+        self.stallTimeout = stallTimeout
         self.onResponse = onResponse
         self.onData = onData
     }
@@ -43,6 +50,7 @@ final class RangeTransfer {
     /// One header line from libcurl. A status line starts a new response (after a redirect or
     /// a `100 Continue`), so it clears what the previous response said.
     func receiveHeaderLine(_ line: String) {
+        lastActivity = ProcessInfo.processInfo.systemUptime
         let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.hasPrefix("HTTP/") {
             let parts = trimmed.split(separator: " ")
@@ -89,6 +97,7 @@ final class RangeTransfer {
     /// A piece of body. Error bodies are read and dropped so the connection stays usable.
     /// Returns false to make libcurl abort.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = ProcessInfo.processInfo.systemUptime
         bodyBytes += Int64(bytes.count)
         guard isSuccessStatus else { return true }
         do {
@@ -110,6 +119,17 @@ final class RangeTransfer {
             failure = error
             return false
         }
+    }
+
+    /// Polled by libcurl about once a second or more: true stops the transfer. libcurl's own
+    /// low-speed check averages over several seconds, so a stall is detected here instead.
+    func shouldAbort() -> Bool {
+        if cancellation?.isCancelled == true { return true }
+        if ProcessInfo.processInfo.systemUptime - lastActivity > stallTimeout {
+            stalled = true
+            return true
+        }
+        return false
     }
 
     /// Seconds from a `Retry-After: N` header, if any.
@@ -139,10 +159,10 @@ let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
     return n
 }
 
-/// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation).
+/// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation, stall).
 let transferProgressCallback: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
     context, _, _, _, _ in
     guard let context else { return 0 }
     let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.cancellation?.isCancelled == true ? 1 : 0
+    return transfer.shouldAbort() ? 1 : 0
 }

@@ -64,7 +64,6 @@ enum ProbeOutput {
             if layout.fragmented { head.append("fragmented") }
         }
         var lines = [r.input, "  " + head.joined(separator: " · ")]
-        if let damaged = r.layout?.damaged { lines.append("  warning: \(damaged)") }
         for t in r.tracks { lines.append("  #\(t.index) " + trackLine(t)) }
         let cost = "  fetched: \(r.fetch.requests) requests, \(Console.humanBytes(r.fetch.bytesFetched)), "
             + "\(Console.humanBytes(r.fetch.bytesFromCache)) from cache, \(String(format: "%.2f", r.seconds)) s"

@@ -55,6 +55,7 @@ enum ProbeCommand: Command {
         }, emit: { _, input, result in
             switch result {
             case .success(let r):
+                for warning in r.warnings { Console.warning(warning) }
                 if options.json {
                     Console.out(ProbeOutput.json(r).text)
                 } else {
