@@ -2,24 +2,33 @@ import Synchronization
 
 /// A bounded in-memory `RangeStore` for reads that must not touch the disk cache
 /// (`--no-cache`, or a resource larger than the cache limit). Keeps the most recently written
-/// chunks up to `capacity` bytes and forgets the oldest first.
+/// bytes up to `capacity` and forgets the oldest block first.
+///
+/// Writes that continue the previous one are appended to the same block (up to `blockSize`), so a
+/// long sequential transfer makes a few large blocks rather than thousands of small ones.
 public final class MemoryRangeStore: RangeStore {
     public let capacity: Int
+    /// Largest block; a quarter of the capacity at most, so eviction has something to drop.
+    private let blockSize: Int
 
-    private struct Chunk {
+    private struct Block {
         let offset: Int64
-        let bytes: [UInt8]
-        var range: Range<Int64> { offset..<offset + Int64(bytes.count) }
+        var bytes: [UInt8]
+        var end: Int64 { offset + Int64(bytes.count) }
+        var range: Range<Int64> { offset..<end }
     }
     private struct State {
-        var chunks: [Chunk] = []
+        var blocks: [Block] = []
         var total = 0
         var validators = ResourceValidators()
         var available = RangeSet()
     }
     private let state = Mutex(State())
 
-    public init(capacity: Int = 64 << 20) { self.capacity = capacity }
+    public init(capacity: Int = 64 << 20) {
+        self.capacity = capacity
+        blockSize = min(4 << 20, max(1, capacity / 4))
+    }
 
     public var validators: ResourceValidators { state.withLock { $0.validators } }
     public var available: RangeSet { state.withLock { $0.available } }
@@ -38,12 +47,23 @@ public final class MemoryRangeStore: RangeStore {
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
         state.withLock { s in
-            s.chunks.append(Chunk(offset: offset, bytes: Array(bytes)))
-            s.total += bytes.count
-            while s.total > capacity, s.chunks.count > 1 {
-                s.total -= s.chunks.removeFirst().bytes.count
+            if let last = s.blocks.indices.last, s.blocks[last].end == offset,
+               s.blocks[last].bytes.count + bytes.count <= blockSize {
+                s.blocks[last].bytes.append(contentsOf: bytes)
+            } else {
+                var block = Block(offset: offset, bytes: [])
+                block.bytes.reserveCapacity(max(bytes.count, blockSize))
+                block.bytes.append(contentsOf: bytes)
+                s.blocks.append(block)
             }
-            s.available = RangeSet(s.chunks.map(\.range))
+            s.total += bytes.count
+            s.available.insert(offset..<offset + Int64(bytes.count))
+            var evicted = false
+            while s.total > capacity, s.blocks.count > 1 {
+                s.total -= s.blocks.removeFirst().bytes.count
+                evicted = true
+            }
+            if evicted { s.available = RangeSet(s.blocks.map(\.range)) }
         }
     }
 
@@ -52,13 +72,13 @@ public final class MemoryRangeStore: RangeStore {
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         state.withLock { s in
             var copied = 0
-            // Chunks may overlap; walk forward from `offset` taking the newest chunk that covers each position.
+            // Blocks may overlap; walk forward from `offset` taking the newest block covering each position.
             while copied < buffer.count {
                 let position = offset + Int64(copied)
-                guard let chunk = s.chunks.last(where: { $0.range.contains(position) }) else { break }
-                let start = Int(position - chunk.offset)
-                let n = min(buffer.count - copied, chunk.bytes.count - start)
-                chunk.bytes.withUnsafeBytes { src in
+                guard let block = s.blocks.last(where: { $0.range.contains(position) }) else { break }
+                let start = Int(position - block.offset)
+                let n = min(buffer.count - copied, block.bytes.count - start)
+                block.bytes.withUnsafeBytes { src in
                     (buffer.baseAddress! + copied).copyMemory(from: src.baseAddress! + start, byteCount: n)
                 }
                 copied += n

@@ -142,7 +142,7 @@ final class ByteCacheTests: XCTestCase {
         for i in 0..<5 {
             try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes { try store.write($0, at: Int64(i * 400)) }
         }
-        XCTAssertEqual(store.available.ranges, [1200..<2000], "only the newest chunks that fit are kept")
+        XCTAssertEqual(store.available.ranges, [1200..<2000], "only the newest bytes that fit are kept")
         var out = [UInt8](repeating: 0, count: 500)
         let n = try out.withUnsafeMutableBytes { try store.read(into: $0, at: 1500) }
         XCTAssertEqual(n, 500)
