@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "ByteCache", dependencies: ["CSQLite"]),
         .target(name: "RangeFetch", dependencies: ["CCurl"]),
         .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch"]),
-        .target(name: "MediaKit", dependencies: ["MediaSource", "CFFmpeg"]),
+        .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "CFFmpeg"]),
         .executableTarget(name: "mprobe", dependencies: ["MediaKit", "MediaSource", "ByteCache", "RangeFetch"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.

@@ -69,8 +69,8 @@ extension ByteCache {
         }
     }
 
-    static func loadRanges(db: SQLiteDatabase, id: Int64) throws -> RangeSet {
-        var set = RangeSet()
+    static func loadRanges(db: SQLiteDatabase, id: Int64) throws -> ByteRangeSet {
+        var set = ByteRangeSet()
         try db.query("SELECT start, end FROM ranges WHERE resource_id = ? ORDER BY start", [.int(id)]) {
             set.insert($0.int(0)..<$0.int(1))
         }
@@ -86,11 +86,11 @@ extension ByteCache {
             key: row.text(1) ?? "", url: row.text(2) ?? "",
             validators: ResourceValidators(size: row.optionalInt(3), etag: row.text(4), lastModified: row.text(5)),
             contentType: row.text(6), created: row.double(7), lastAccess: row.double(8),
-            ranges: RangeSet())
+            ranges: ByteRangeSet())
         return (id, resource)
     }
 
-    private static func withRanges(_ r: CachedResource, _ ranges: RangeSet) -> CachedResource {
+    private static func withRanges(_ r: CachedResource, _ ranges: ByteRangeSet) -> CachedResource {
         CachedResource(key: r.key, url: r.url, validators: r.validators, contentType: r.contentType,
                        created: r.created, lastAccess: r.lastAccess, ranges: ranges)
     }
@@ -116,7 +116,7 @@ extension ByteCache {
         var identity: RowIdentity
         var validators: ResourceValidators
         var contentType: String?
-        var ranges: RangeSet
+        var ranges: ByteRangeSet
     }
 
     static func loadEntryState(db: SQLiteDatabase, key: String) throws -> EntryState? {
@@ -126,7 +126,7 @@ extension ByteCache {
             state = EntryState(identity: RowIdentity(id: $0.int(0), generation: $0.int(1)),
                                validators: ResourceValidators(size: $0.optionalInt(2), etag: $0.text(3),
                                                               lastModified: $0.text(4)),
-                               contentType: $0.text(5), ranges: RangeSet())
+                               contentType: $0.text(5), ranges: ByteRangeSet())
         }
         if var s = state {
             s.ranges = try loadRanges(db: db, id: s.identity.id)
@@ -137,7 +137,7 @@ extension ByteCache {
 
     /// Adds `newRanges` to the row if it still has `identity`; returns the merged set, or nil
     /// when the row was evicted or moved to a new generation meanwhile (the bytes are then stale).
-    static func addRanges(db: SQLiteDatabase, identity: RowIdentity, _ newRanges: RangeSet) throws -> RangeSet? {
+    static func addRanges(db: SQLiteDatabase, identity: RowIdentity, _ newRanges: ByteRangeSet) throws -> ByteRangeSet? {
         try db.writeTransaction {
             var current: RowIdentity?
             try db.query("SELECT id, generation FROM resources WHERE id = ?", [.int(identity.id)]) {
@@ -170,7 +170,7 @@ extension ByteCache {
             if dropped {
                 try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(state.identity.id)])
                 state.identity = RowIdentity(id: state.identity.id, generation: state.identity.generation + 1)
-                state.ranges = RangeSet()
+                state.ranges = ByteRangeSet()
             } else if validators == state.validators && (contentType == nil || contentType == state.contentType) {
                 return (state, false)
             }

@@ -52,8 +52,8 @@ public final class ByteCache: Sendable {
     }
 
     /// Present ranges of a resource (empty when unknown).
-    public func presentRanges(for url: String) throws -> RangeSet {
-        try resource(for: url)?.ranges ?? RangeSet()
+    public func presentRanges(for url: String) throws -> ByteRangeSet {
+        try resource(for: url)?.ranges ?? ByteRangeSet()
     }
 
     /// The parts of `range` that are not cached for `url`.

@@ -17,8 +17,8 @@ public final class CacheEntry: RangeStore {
         var file: DataFile
         var identity: ByteCache.RowIdentity
         var validators: ResourceValidators
-        var committed: RangeSet
-        var pending: RangeSet
+        var committed: ByteRangeSet
+        var pending: ByteRangeSet
         var pendingBytes: Int64 = 0
     }
     private let state: Mutex<State>
@@ -45,7 +45,7 @@ public final class CacheEntry: RangeStore {
             let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
             if let loaded, loaded.identity == row {
                 return State(file: file, identity: row, validators: loaded.validators,
-                             committed: loaded.ranges, pending: RangeSet())
+                             committed: loaded.ranges, pending: ByteRangeSet())
             }
             unlink(path) // evicted while we opened it: this file belongs to no row
         }
@@ -53,7 +53,7 @@ public final class CacheEntry: RangeStore {
 
     public var validators: ResourceValidators { state.withLock { $0.validators } }
 
-    public var available: RangeSet {
+    public var available: ByteRangeSet {
         state.withLock {
             var all = $0.committed
             all.formUnion($0.pending)
@@ -62,7 +62,7 @@ public final class CacheEntry: RangeStore {
     }
 
     /// Present ranges that are durable and recorded in the index.
-    public var committedRanges: RangeSet { state.withLock { $0.committed } }
+    public var committedRanges: ByteRangeSet { state.withLock { $0.committed } }
 
     public func refresh() throws {
         try state.withLock { s in
@@ -86,7 +86,7 @@ public final class CacheEntry: RangeStore {
                 // New content: write to a fresh file; the old one goes once no one has it open.
                 unlink(s.file.path)
                 s.file = try DataFile(path: cache.dataPath(id: loaded.identity.id, generation: loaded.identity.generation))
-                s.pending = RangeSet()
+                s.pending = ByteRangeSet()
                 s.pendingBytes = 0
             }
             s.identity = loaded.identity
@@ -115,7 +115,7 @@ public final class CacheEntry: RangeStore {
             guard !s.pending.isEmpty else { return false }
             try s.file.sync()
             let merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, identity: s.identity, s.pending) }
-            s.pending = RangeSet()
+            s.pending = ByteRangeSet()
             s.pendingBytes = 0
             guard let merged else {
                 // Evicted or replaced by newer content meanwhile: these bytes belong to no row.

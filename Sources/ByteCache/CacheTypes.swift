@@ -36,7 +36,7 @@ public struct CachedResource: Sendable {
     /// Seconds since 1970.
     public let created: Double
     public let lastAccess: Double
-    public let ranges: RangeSet
+    public let ranges: ByteRangeSet
 
     public var size: Int64? { validators.size }
     public var storedBytes: Int64 { ranges.byteCount }

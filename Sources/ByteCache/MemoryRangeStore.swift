@@ -21,7 +21,7 @@ public final class MemoryRangeStore: RangeStore {
         var blocks: [Block] = []
         var total = 0
         var validators = ResourceValidators()
-        var available = RangeSet()
+        var available = ByteRangeSet()
     }
     private let state = Mutex(State())
 
@@ -31,7 +31,7 @@ public final class MemoryRangeStore: RangeStore {
     }
 
     public var validators: ResourceValidators { state.withLock { $0.validators } }
-    public var available: RangeSet { state.withLock { $0.available } }
+    public var available: ByteRangeSet { state.withLock { $0.available } }
 
     public func refresh() throws {}
 
@@ -63,7 +63,7 @@ public final class MemoryRangeStore: RangeStore {
                 s.total -= s.blocks.removeFirst().bytes.count
                 evicted = true
             }
-            if evicted { s.available = RangeSet(s.blocks.map(\.range)) }
+            if evicted { s.available = ByteRangeSet(s.blocks.map(\.range)) }
         }
     }
 

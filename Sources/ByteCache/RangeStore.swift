@@ -6,7 +6,7 @@ public protocol RangeStore: AnyObject, Sendable {
     /// The validators recorded for the stored bytes.
     var validators: ResourceValidators { get }
     /// Bytes that can be read now.
-    var available: RangeSet { get }
+    var available: ByteRangeSet { get }
     /// Picks up ranges that other writers (threads or processes) have added since.
     func refresh() throws
     /// Records what the origin reported. Returns true when it conflicts with what was stored,

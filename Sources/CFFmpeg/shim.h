@@ -22,6 +22,10 @@ static inline int64_t mp_av_nopts_value(void) { return AV_NOPTS_VALUE; }
 static inline int mp_avseek_size(void) { return AVSEEK_SIZE; }
 static inline int mp_avseek_force(void) { return AVSEEK_FORCE; }
 
+/* AVIndexEntry's flags and size are bitfields; read them in C. */
+static inline int mp_index_entry_is_keyframe(const AVIndexEntry *e) { return (e->flags & AVINDEX_KEYFRAME) != 0; }
+static inline int mp_index_entry_size(const AVIndexEntry *e) { return e->size; }
+
 /* Rotation in degrees from a stream's display matrix side data, or NAN when it has none. */
 static inline double mp_stream_rotation(const AVStream *st) {
     size_t size = 0;

@@ -1,3 +1,4 @@
+import ByteCache
 import CFFmpeg
 import Foundation
 import MediaSource
@@ -25,6 +26,8 @@ final class AVIOBridge {
     /// The error behind the last failed read, so callers can report it instead of an AVERROR.
     private(set) var lastError: Error?
     private(set) var interrupted = false
+    /// Every byte handed to FFmpeg: what opening a file needs, which a prefetch plan must include.
+    private(set) var bytesRead = ByteRangeSet()
 
     init(source: any MediaSource, cancellation: Cancellation?) throws {
         self.source = source
@@ -56,6 +59,7 @@ final class AVIOBridge {
         do {
             let n = try source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(size)), at: position)
             guard n > 0 else { return mp_averror_eof() }
+            bytesRead.insert(position..<position + Int64(n))
             position += Int64(n)
             return Int32(n)
         } catch {

@@ -1,3 +1,4 @@
+import ByteCache
 import CFFmpeg
 import Foundation
 import MediaSource
@@ -56,6 +57,12 @@ public final class FormatContext {
         let path = input.split(separator: "?", maxSplits: 1).first.map(String.init) ?? input
         return path.split(separator: "/").last.map(String.init) ?? path
     }
+
+    /// The byte ranges libavformat has read so far.
+    public var bytesRead: ByteRangeSet { bridge.bytesRead }
+
+    /// The error behind the last failed read (network, offline miss), if any.
+    var readError: Error? { bridge.lastError }
 
     /// libavformat's short name for the container, e.g. `mov,mp4,m4a,3gp,3g2,mj2`.
     public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }

@@ -44,7 +44,7 @@ public final class LocalFileSource: MediaSource {
 
     public func limitReadahead(to end: Int64?) {}
 
-    public func isLocal(_ range: Range<Int64>) -> Bool { true }
+    public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] { [] }
 
     /// A local file is already local.
     public func prefetch(_ range: Range<Int64>) throws {}

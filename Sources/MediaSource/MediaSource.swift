@@ -11,8 +11,8 @@ public protocol MediaSource: AnyObject, Sendable {
     /// Makes sure every byte of `range` (clipped to the size) is stored locally, requesting each
     /// missing gap with one closed range request. Offline, a gap is an `offlineMiss`.
     func prefetch(_ range: Range<Int64>) throws
-    /// True when every byte of `range` can be read without the network.
-    func isLocal(_ range: Range<Int64>) -> Bool
+    /// The parts of `range` that cannot be read without the network (empty for local files).
+    func missingRanges(in range: Range<Int64>) -> [Range<Int64>]
     /// Tells the source that bytes at or past `end` will not be read (nil: unknown), so that
     /// readahead does not fetch beyond what the job needs.
     func limitReadahead(to end: Int64?)
@@ -20,6 +20,11 @@ public protocol MediaSource: AnyObject, Sendable {
     var counters: SourceCounters { get }
     /// Things a person should hear about once (e.g. "the server ignores range requests").
     var warnings: [String] { get }
+}
+
+extension MediaSource {
+    /// True when every byte of `range` can be read without the network.
+    public func isLocal(_ range: Range<Int64>) -> Bool { missingRanges(in: range).isEmpty }
 }
 
 public struct SourceCounters: Sendable, Equatable {

@@ -19,7 +19,7 @@ public final class RemoteSource: MediaSource {
         var readahead: ReadaheadState
         var counters = SourceCounters()
         /// Bytes this source fetched, so that serving them is not counted as a cache hit.
-        var fetchedHere = RangeSet()
+        var fetchedHere = ByteRangeSet()
         var warnings: [String] = []
         /// Set once the origin has shown its size (from the store's validators or a response).
         var size: Int64?
@@ -79,8 +79,8 @@ public final class RemoteSource: MediaSource {
         }
     }
 
-    public func isLocal(_ range: Range<Int64>) -> Bool {
-        store.available.contains(range)
+    public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {
+        store.available.gaps(in: range)
     }
 
     public func prefetch(_ range: Range<Int64>) throws {

@@ -2,7 +2,7 @@
 ///
 /// Inserting merges overlapping and touching ranges, so `ranges` is always the minimal
 /// description of the covered bytes. Offsets are `Int64`: media files over 4 GB are normal.
-public struct RangeSet: Sendable, Equatable, CustomStringConvertible {
+public struct ByteRangeSet: Sendable, Equatable, CustomStringConvertible {
     public private(set) var ranges: [Range<Int64>]
 
     public init() { ranges = [] }
@@ -44,7 +44,7 @@ public struct RangeSet: Sendable, Equatable, CustomStringConvertible {
         ranges.replaceSubrange(start..<end, with: [lower..<upper])
     }
 
-    public mutating func formUnion(_ other: RangeSet) {
+    public mutating func formUnion(_ other: ByteRangeSet) {
         for r in other.ranges { insert(r) }
     }
 

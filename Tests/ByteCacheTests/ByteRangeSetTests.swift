@@ -1,9 +1,9 @@
 import ByteCache
 import XCTest
 
-final class RangeSetTests: XCTestCase {
+final class ByteRangeSetTests: XCTestCase {
     func testInsertMergesOverlappingAndTouchingRanges() {
-        var set = RangeSet()
+        var set = ByteRangeSet()
         set.insert(10..<20)
         set.insert(30..<40)
         XCTAssertEqual(set.ranges, [10..<20, 30..<40])
@@ -19,7 +19,7 @@ final class RangeSetTests: XCTestCase {
     }
 
     func testGapsAndContains() {
-        let set = RangeSet([10..<20, 30..<40])
+        let set = ByteRangeSet([10..<20, 30..<40])
         XCTAssertEqual(set.gaps(in: 0..<50), [0..<10, 20..<30, 40..<50])
         XCTAssertEqual(set.gaps(in: 12..<18), [])
         XCTAssertEqual(set.gaps(in: 15..<35), [20..<30])
@@ -33,7 +33,7 @@ final class RangeSetTests: XCTestCase {
     }
 
     func testRemoveSplitsRanges() {
-        var set = RangeSet([0..<100])
+        var set = ByteRangeSet([0..<100])
         set.remove(40..<60)
         XCTAssertEqual(set.ranges, [0..<40, 60..<100])
         set.remove(0..<50)
@@ -42,7 +42,7 @@ final class RangeSetTests: XCTestCase {
 
     func testOffsetsBeyondFourGigabytes() {
         let big: Int64 = 6 << 30
-        var set = RangeSet([big..<big + 10])
+        var set = ByteRangeSet([big..<big + 10])
         set.insert(big + 10..<big + 20)
         XCTAssertEqual(set.ranges, [big..<big + 20])
         XCTAssertEqual(set.gaps(in: big - 5..<big + 25), [big - 5..<big, big + 20..<big + 25])
@@ -52,7 +52,7 @@ final class RangeSetTests: XCTestCase {
     func testRandomInsertsMatchBitmap() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<50 {
-            var set = RangeSet()
+            var set = ByteRangeSet()
             var bitmap = [Bool](repeating: false, count: 300)
             for _ in 0..<20 {
                 let a = Int.random(in: 0..<300, using: &rng)

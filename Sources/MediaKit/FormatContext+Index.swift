@@ -1,0 +1,71 @@
+import CFFmpeg
+
+/// One sample as the demuxer's index knows it.
+public struct IndexEntry: Sendable, Equatable {
+    /// Byte offset and size in the file.
+    public let position: Int64
+    public let size: Int64
+    /// Decode time in seconds (the index holds DTS in the stream's time base).
+    public let time: Double
+    public let isKeyframe: Bool
+    public var byteRange: Range<Int64> { position..<position + size }
+}
+
+extension FormatContext {
+    /// The index entries of stream `index`, sorted by time: for MP4 the whole sample table from the
+    /// moov; for other containers whatever the demuxer has built so far (often nothing).
+    /// The corresponding FFmpeg functions are `avformat_index_get_entries_count` and `avformat_index_get_entry`.
+    public func indexEntries(stream index: Int) -> [IndexEntry] {
+        guard let st = stream(index) else { return [] }
+        let tb = st.pointee.time_base
+        let scale = Double(tb.num) / Double(max(1, tb.den))
+        let count = avformat_index_get_entries_count(st)
+        var entries: [IndexEntry] = []
+        entries.reserveCapacity(Int(max(0, count)))
+        for i in 0..<max(0, count) {
+            guard let e = avformat_index_get_entry(st, i), e.pointee.pos >= 0, mp_index_entry_size(e) > 0 else { continue }
+            entries.append(IndexEntry(position: e.pointee.pos, size: Int64(mp_index_entry_size(e)),
+                                      time: Double(e.pointee.timestamp) * scale,
+                                      isKeyframe: mp_index_entry_is_keyframe(e) != 0))
+        }
+        return entries.sorted { $0.time < $1.time }
+    }
+
+    /// Start of the presentation in seconds (0 when the container does not say).
+    public var startTime: Double {
+        let t = pointer.pointee.start_time
+        return t == mp_av_nopts_value() ? 0 : Double(t) / Double(AV_TIME_BASE)
+    }
+
+    public var durationSeconds: Double? {
+        let d = pointer.pointee.duration
+        return d == mp_av_nopts_value() || d <= 0 ? nil : Double(d) / Double(AV_TIME_BASE)
+    }
+
+    public var bitRate: Int64? { pointer.pointee.bit_rate > 0 ? pointer.pointee.bit_rate : nil }
+
+    /// The stream libavformat would pick for `kind` (the default track), if any.
+    /// The corresponding FFmpeg function is `av_find_best_stream`.
+    public func bestStream(_ kind: TrackInfo.Kind) -> Int? {
+        let type: AVMediaType
+        switch kind {
+        case .video: type = AVMEDIA_TYPE_VIDEO
+        case .audio: type = AVMEDIA_TYPE_AUDIO
+        case .subtitle: type = AVMEDIA_TYPE_SUBTITLE
+        default: return nil
+        }
+        let index = av_find_best_stream(pointer, type, -1, -1, nil, 0)
+        return index >= 0 ? Int(index) : nil
+    }
+
+    public func kind(ofStream index: Int) -> TrackInfo.Kind {
+        guard let st = stream(index) else { return .unknown }
+        switch st.pointee.codecpar.pointee.codec_type {
+        case AVMEDIA_TYPE_VIDEO: return .video
+        case AVMEDIA_TYPE_AUDIO: return .audio
+        case AVMEDIA_TYPE_SUBTITLE: return .subtitle
+        case AVMEDIA_TYPE_DATA: return .data
+        default: return .unknown
+        }
+    }
+}
