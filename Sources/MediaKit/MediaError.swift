@@ -6,6 +6,8 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
     case malformed(input: String, detail: String)
     /// An MP4/MOV without a `moov` box: nothing can be played.
     case noMoov(input: String, detail: String)
+    /// The selected tracks do not exist.
+    case noTracks(detail: String)
     /// The job was cancelled.
     case interrupted
 
@@ -14,6 +16,7 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
         case .notMedia(let input): return "\(input): not a media file libavformat can read"
         case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
         case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"
+        case .noTracks(let detail): return "no such tracks: \(detail)"
         case .interrupted: return "interrupted: the job was cancelled"
         }
     }

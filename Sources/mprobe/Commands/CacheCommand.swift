@@ -1,5 +1,7 @@
 import ByteCache
 import Foundation
+import MediaKit
+import MediaSource
 
 /// `mprobe cache stats|ls|clear|rm URL|ranges URL`.
 enum CacheCommand: Command {
@@ -36,7 +38,7 @@ enum CacheCommand: Command {
         switch action {
         case "stats": try stats(cache, json: options.json)
         case "ls": try list(cache, json: options.json)
-        case "ranges": return try ranges(cache, url: try url(), json: options.json)
+        case "ranges": return try ranges(cache, url: try url(), json: options.json, options: options)
         case "rm":
             let u = try url()
             let removed = try cache.remove(url: u)
@@ -97,13 +99,21 @@ enum CacheCommand: Command {
         }
     }
 
-    private static func ranges(_ cache: ByteCache, url: String, json: Bool) throws -> ExitCode {
+    private static func ranges(_ cache: ByteCache, url: String, json: Bool, options: GlobalOptions) throws -> ExitCode {
         let resource = try cache.resource(for: url)
         let ranges = resource?.ranges.ranges ?? []
+        // Buffered time ranges need the header from the cache; a resource whose header is not
+        // cached (or that is not media) has none, and that is not an error of this command.
+        let tracks: [TrackBuffer]? = resource == nil ? nil : try? BufferedRanges.compute(
+            url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
         if json {
             Console.out(JSON.object([
                 ("url", .string(url)), ("size", .optional(resource?.size)),
-                ("ranges", .array(ranges.map { .object([("start", .int($0.lowerBound)), ("end", .int($0.upperBound))]) })),
+                ("ranges", PrefetchOutput.rangesJSON(ranges)),
+                ("tracks", tracks.map { list in .array(list.map { t in
+                    .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
+                             ("buffered", PrefetchOutput.timeRangesJSON(t.ranges))])
+                }) } ?? .null),
             ]).text)
         } else if resource == nil {
             Console.out("not cached: \(url)")
@@ -111,6 +121,14 @@ enum CacheCommand: Command {
             let size = resource?.size.map { "\($0)" } ?? "unknown"
             Console.out("\(url): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
             for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
+            if let tracks {
+                for t in tracks {
+                    let spans = t.ranges.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
+                    Console.out("  #\(t.index) \(t.kind.rawValue) buffered: " + (spans.isEmpty ? "nothing" : spans.joined(separator: ", ")))
+                }
+            } else {
+                Console.out("  buffered time ranges: unknown (the header is not cached)")
+            }
         }
         return .success
     }

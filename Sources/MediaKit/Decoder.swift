@@ -1,0 +1,58 @@
+import CFFmpeg
+
+/// A libavcodec decoder for one stream; the single owner of its `AVCodecContext`.
+final class Decoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    let timeBase: AVRational
+    private let frame: Frame
+
+    /// The corresponding FFmpeg functions are `avcodec_find_decoder`, `avcodec_parameters_to_context`
+    /// and `avcodec_open2`.
+    init(stream: UnsafeMutablePointer<AVStream>, threads: Int32 = 0) throws {
+        let par = stream.pointee.codecpar!
+        guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
+            let name = avcodec_get_name(par.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
+            throw MediaError.malformed(input: "stream #\(stream.pointee.index)", detail: "no decoder for codec \(name)")
+        }
+        guard let ctx = avcodec_alloc_context3(codec) else {
+            throw FFmpegError(code: mp_averror(ENOMEM), function: "avcodec_alloc_context3")
+        }
+        context = ctx
+        timeBase = stream.pointee.time_base
+        frame = try Frame()
+        try FFmpegError.check(avcodec_parameters_to_context(ctx, par), "avcodec_parameters_to_context")
+        ctx.pointee.pkt_timebase = stream.pointee.time_base
+        ctx.pointee.thread_count = threads
+        try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2")
+    }
+
+    deinit {
+        var ctx: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&ctx)
+    }
+
+    /// Sends a packet (nil flushes) and hands each decoded frame to `body`.
+    /// Returns the first decode error, if any; decoding goes on past it as players do.
+    func decode(_ packet: UnsafeMutablePointer<AVPacket>?, _ body: (UnsafeMutablePointer<AVFrame>) throws -> Void) throws -> FFmpegError? {
+        var firstError: FFmpegError?
+        let sent = avcodec_send_packet(context, packet)
+        if sent < 0 && sent != mp_averror(EAGAIN) && sent != mp_averror_eof() {
+            firstError = FFmpegError(code: sent, function: "avcodec_send_packet")
+        }
+        while true {
+            let rc = avcodec_receive_frame(context, frame.pointer)
+            if rc == mp_averror(EAGAIN) || rc == mp_averror_eof() { break }
+            if rc < 0 {
+                firstError = firstError ?? FFmpegError(code: rc, function: "avcodec_receive_frame")
+                break
+            }
+            defer { frame.unref() }
+            try body(frame.pointer)
+        }
+        return firstError
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,33 @@
+/// The byte ranges a player needs to start at `start` and play `seconds`, computed from the
+/// demuxer's index before any sample is fetched. A value: print it, store it, fetch it.
+public struct PrefetchPlan: Sendable {
+    public struct Track: Sendable {
+        public let index: Int
+        public let kind: TrackInfo.Kind
+        /// Samples in the window (for video, from the key frame at or before the start).
+        public let samples: Int
+        public let bytes: Int64
+        /// Decode times of the first and last planned sample, seconds.
+        public let firstTime: Double?
+        public let lastTime: Double?
+    }
+
+    public let input: String
+    public let start: Double
+    public let seconds: Double
+    public let tracks: [Track]
+    /// What libavformat reads to open the file (for MP4: ftyp, moov, box headers, first packets).
+    public let headerRanges: [Range<Int64>]
+    /// The window's samples, merged where the gap between them is at most `PrefetchPlanner.mergeGap`.
+    public let sampleRanges: [Range<Int64>]
+    /// The parts of all the above that are not cached yet: what the prefetch requests.
+    public let missing: [Range<Int64>]
+    /// The container has no usable index: `sampleRanges` is a byte window estimated from the bit rate.
+    public let estimated: Bool
+    public let note: String?
+
+    /// Header bytes plus the bytes of the planned samples: the least a prefetch must move.
+    public let floorBytes: Int64
+
+    public var missingBytes: Int64 { missing.reduce(0) { $0 + Int64($1.count) } }
+}

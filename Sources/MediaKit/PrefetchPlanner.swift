@@ -1,0 +1,110 @@
+import ByteCache
+import Foundation
+import MediaSource
+
+/// Turns a time window into byte ranges from the demuxer's index.
+///
+/// Opening the file (as `probe` and `check` do, with `avformat_find_stream_info`) fetches and caches
+/// the header; the bytes libavformat read for that become the plan's header ranges. Then, per
+/// selected track, the index entries in the window give exact sample ranges: for video every
+/// sample from the key frame at or before the start, for other tracks from the sample that
+/// contains the start. Index timestamps are DTS in the stream's time base, offset by the
+/// container's start time.
+public struct PrefetchPlanner: Sendable {
+    /// Sample ranges closer than this are fetched as one range: one request for a few
+    /// kilobytes of another track's interleaved samples is cheaper than a round trip.
+    public static let mergeGap: Int64 = 64 << 10
+    /// Margin added to a bit-rate estimate, for containers without an index.
+    static let estimateMargin = 1.25
+
+    public init() {}
+
+    public func plan(_ input: String, session: MediaSession, start: Double, seconds: Double,
+                     tracks selection: TrackSelection = .defaults) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
+        let source = try session.open(input)
+        _ = try BoxWalker().walk(source) // moov first, in one request
+        let context = try FormatContext(source: source, findStreamInfo: true, cancellation: session.cancellation)
+        let streams = try selection.streams(in: context)
+        let header = context.bytesRead
+        let windowStart = context.startTime + start
+        let windowEnd = windowStart + seconds
+
+        var sampleSet = ByteRangeSet()
+        var planned: [PrefetchPlan.Track] = []
+        var indexed = false
+        for index in streams {
+            let entries = context.indexEntries(stream: index)
+            guard !entries.isEmpty else { continue }
+            indexed = true
+            let kind = context.kind(ofStream: index)
+            let chosen = PrefetchPlanner.window(entries, from: windowStart, to: windowEnd, fromKeyframe: kind == .video)
+            for e in chosen { sampleSet.insert(e.byteRange) }
+            planned.append(PrefetchPlan.Track(index: index, kind: kind, samples: chosen.count,
+                                              bytes: chosen.reduce(0) { $0 + $1.size },
+                                              firstTime: chosen.first.map { $0.time - context.startTime },
+                                              lastTime: chosen.last.map { $0.time - context.startTime }))
+        }
+        var note: String?
+        if !indexed {
+            let (range, why) = try estimate(context: context, source: source, header: header, start: start, seconds: seconds)
+            sampleSet.insert(range)
+            note = why
+            planned = streams.map { PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: 0, bytes: 0,
+                                                       firstTime: nil, lastTime: nil) }
+        }
+        let sampleRanges = PrefetchPlanner.merge(sampleSet.ranges, gap: PrefetchPlanner.mergeGap)
+        var all = ByteRangeSet(sampleRanges)
+        all.formUnion(header)
+        let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
+        let plan = PrefetchPlan(input: input, start: start, seconds: seconds, tracks: planned,
+                                headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
+                                estimated: !indexed, note: note,
+                                floorBytes: header.byteCount + sampleSet.byteCount)
+        return (plan, context, source)
+    }
+
+    /// The entries whose decode time falls in [from, to), plus the one that contains `from`
+    /// (for video: back to the key frame at or before `from`, since decoding starts there), plus
+    /// the first one at or after `to`: a demuxer reads it to learn that the window has ended.
+    static func window(_ entries: [IndexEntry], from: Double, to: Double, fromKeyframe: Bool) -> [IndexEntry] {
+        guard var first = entries.lastIndex(where: { $0.time <= from }) ?? (entries.isEmpty ? nil : 0) else { return [] }
+        if fromKeyframe {
+            first = entries[...first].lastIndex(where: \.isKeyframe) ?? first
+        }
+        var last = first
+        while last + 1 < entries.count && entries[last + 1].time < to { last += 1 }
+        if last + 1 < entries.count { last += 1 }
+        return Array(entries[first...last])
+    }
+
+    static func merge(_ ranges: [Range<Int64>], gap: Int64) -> [Range<Int64>] {
+        var merged: [Range<Int64>] = []
+        for r in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, r.lowerBound - last.upperBound <= gap {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, r.upperBound)
+            } else {
+                merged.append(r)
+            }
+        }
+        return merged
+    }
+
+    /// A byte window from the overall bit rate, for containers without an index (MPEG-TS, some MKV).
+    private func estimate(context: FormatContext, source: any MediaSource, header: ByteRangeSet, start: Double,
+                          seconds: Double) throws -> (Range<Int64>, String) {
+        guard let size = try source.size() else {
+            throw MediaError.malformed(input: source.input, detail: "no index and no size to estimate a byte window from")
+        }
+        let bitRate = context.bitRate ?? context.durationSeconds.map { Int64(Double(size * 8) / max($0, 0.001)) }
+        guard let bitRate, bitRate > 0 else {
+            throw MediaError.malformed(input: source.input, detail: "no index and no bit rate to estimate a byte window from")
+        }
+        let bytesPerSecond = Double(bitRate) / 8
+        let dataStart = header.ranges.first.map { $0.lowerBound == 0 ? $0.upperBound : 0 } ?? 0
+        let lower = min(size, Int64(Double(dataStart) + start * bytesPerSecond))
+        let upper = min(size, lower + Int64(seconds * bytesPerSecond * PrefetchPlanner.estimateMargin))
+        let why = "\(context.formatName) has no usable index here: the byte window is estimated from the bit rate " +
+            "(\(bitRate / 1000) kb/s, +\(Int((PrefetchPlanner.estimateMargin - 1) * 100))%)"
+        return (lower..<max(lower, upper), why)
+    }
+}

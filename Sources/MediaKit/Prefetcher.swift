@@ -1,0 +1,46 @@
+import Foundation
+import MediaSource
+import RangeFetch
+
+/// Fetches a plan's missing ranges in parallel: up to `connections` requests at once to the
+/// origin, each range one closed request (the fetcher's pool keeps the connections alive).
+public struct Prefetcher: Sendable {
+    public var connections = 4
+
+    public init() {}
+
+    /// Blocks until every range is stored or one failed (the others then stop early).
+    public func fetch(_ plan: PrefetchPlan, source: any MediaSource, cancellation: Cancellation) throws {
+        let queue = WorkQueue(plan.missing)
+        let failure = FirstFailure()
+        let workers = max(1, min(connections, plan.missing.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while !failure.isSet, !cancellation.isCancelled, let range = queue.next() {
+                do {
+                    try source.prefetch(range)
+                } catch {
+                    failure.set(error)
+                }
+            }
+        }
+        if let error = failure.error { throw error }
+        if cancellation.isCancelled { throw MediaError.interrupted }
+    }
+}
+
+/// Ranges handed out one at a time to worker threads.
+private final class WorkQueue: @unchecked Sendable {
+    private var items: [Range<Int64>]
+    private let lock = NSLock()
+    init(_ items: [Range<Int64>]) { self.items = items.reversed() }
+    func next() -> Range<Int64>? { lock.withLock { items.popLast() } }
+}
+
+/// The first error any worker met.
+private final class FirstFailure: @unchecked Sendable {
+    private var stored: Error?
+    private let lock = NSLock()
+    var error: Error? { lock.withLock { stored } }
+    var isSet: Bool { error != nil }
+    func set(_ error: Error) { lock.withLock { if stored == nil { stored = error } } }
+}

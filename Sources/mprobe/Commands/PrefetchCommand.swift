@@ -1,0 +1,95 @@
+import Foundation
+import MediaKit
+import MediaSource
+
+/// `mprobe prefetch URL...`: warm the cache with what a player needs to start at T.
+enum PrefetchCommand: Command {
+    static let name = "prefetch"
+    static let summary = "cache the bytes a player needs to start at T and play N seconds"
+    static let help = """
+        Usage: mprobe prefetch URL... [--start T] [--seconds N] [--tracks LIST] [--plan] [--json]
+                                      [--connections C] [-j N] [-i FILE|-] [--quiet]
+
+        Plans from the demuxer's index exactly which byte ranges a player needs to start at T and
+        play N seconds (the header, then for video every sample from the key frame at or before T,
+        for the other tracks the samples in the window), merges ranges less than 64 KiB apart,
+        drops what is cached, and fetches the rest in parallel. Containers without an index
+        (MPEG-TS, some MKV) get a byte window estimated from the bit rate, and the output says so.
+        Afterwards `mprobe check URL --seconds N --offline` plays the window without the network.
+
+        \(WindowOptions.help)
+          --plan           print the plan and fetch nothing more (the header is read to make it)
+          --connections C  parallel requests per input (default 4)
+          -j N             inputs at once (default 4);  -i FILE  inputs from FILE ('-': stdin)
+          --quiet          no progress bar (there is none when stderr is not a terminal)
+          --json           one object per input, ranges included
+
+        \(GlobalOptions.help)
+        """
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions)
+        .union(["jobs", "i", "connections"])
+    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet"])
+
+    struct Outcome {
+        let plan: PrefetchPlan
+        let fetched: SourceCounters
+        let seconds: Double
+        let buffered: [TrackBuffer]
+    }
+
+    static func run(_ args: Arguments) throws -> ExitCode {
+        let options = GlobalOptions(args)
+        let window = try WindowOptions(args)
+        let inputs = try Batch.inputs(operands: args.positionals, listFile: args.value("i"))
+        guard !inputs.isEmpty else { throw UsageError("prefetch needs at least one URL") }
+        let jobs = try jobsOption(args)
+        var prefetcher = Prefetcher()
+        if let text = args.value("connections") {
+            guard let c = Int(text), c >= 1, c <= 32 else { throw UsageError("--connections needs 1...32, got '\(text)'") }
+            prefetcher.connections = c
+        }
+        let planOnly = args.flag("plan")
+        let session = try options.session()
+        let bar = ProgressBar(quiet: args.flag("quiet") || options.json || inputs.count > 1)
+        let fetcher = prefetcher
+        var failures: [ExitCode] = []
+        Batch.run(inputs, jobs: jobs, work: { input in
+            Result { () throws -> Outcome in
+                let started = Date()
+                let (plan, context, source) = try PrefetchPlanner().plan(input, session: session, start: window.start,
+                                                                         seconds: window.seconds, tracks: window.tracks)
+                if !planOnly {
+                    let base = source.counters.bytesFetched
+                    let ticker = DispatchSource.makeTimerSource(queue: .global())
+                    ticker.schedule(deadline: .now(), repeating: 0.1)
+                    ticker.setEventHandler {
+                        bar.update(done: source.counters.bytesFetched - base, total: plan.missingBytes,
+                                   detail: "\(plan.missing.count) ranges")
+                    }
+                    ticker.resume()
+                    defer { ticker.cancel(); bar.finish() }
+                    try fetcher.fetch(plan, source: source, cancellation: session.cancellation)
+                }
+                let streams = plan.tracks.map(\.index)
+                return Outcome(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
+                               buffered: context.bufferedRanges(source: source, streams: streams))
+            }
+        }, emit: { _, input, result in
+            switch result {
+            case .success(let outcome):
+                for w in outcome.plan.note.map({ [$0] }) ?? [] where !options.json { Console.warning(w) }
+                Console.out(options.json ? PrefetchOutput.json(outcome, planOnly: planOnly).text
+                                         : PrefetchOutput.human(outcome, planOnly: planOnly))
+            case .failure(let error):
+                failures.append(ExitCode.forError(error))
+                Console.error(ProbeOutput.errorLine(input: input, error: error))
+                if options.json {
+                    Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
+                                             ("exit_code", .int(Int(ExitCode.forError(error).rawValue)))]).text)
+                }
+            }
+        })
+        if failures.isEmpty { return .success }
+        return inputs.count == 1 ? failures[0] : .partialFailure
+    }
+}

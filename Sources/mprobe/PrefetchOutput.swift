@@ -1,0 +1,69 @@
+import Foundation
+import MediaKit
+
+/// How a prefetch (and its plan) is shown.
+enum PrefetchOutput {
+    static func rangesJSON(_ ranges: [Range<Int64>]) -> JSON {
+        .array(ranges.map { .object([("start", .int($0.lowerBound)), ("end", .int($0.upperBound))]) })
+    }
+
+    static func timeRangesJSON(_ ranges: [Range<Double>]) -> JSON {
+        .array(ranges.map { .object([("start", .double(ms($0.lowerBound))), ("end", .double(ms($0.upperBound)))]) })
+    }
+
+    static func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
+
+    static func json(_ o: PrefetchCommand.Outcome, planOnly: Bool) -> JSON {
+        let p = o.plan
+        return .object([
+            ("url", .string(p.input)), ("start", .double(p.start)), ("seconds", .double(p.seconds)),
+            ("estimated", .bool(p.estimated)), ("note", .optional(p.note)),
+            ("floor_bytes", .int(p.floorBytes)),
+            ("header_ranges", rangesJSON(p.headerRanges)),
+            ("sample_ranges", rangesJSON(p.sampleRanges)),
+            ("missing", rangesJSON(p.missing)), ("missing_bytes", .int(p.missingBytes)),
+            ("fetched", .bool(!planOnly)),
+            ("tracks", .array(p.tracks.map { t in
+                let buffered = o.buffered.first { $0.index == t.index }?.ranges ?? []
+                return .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
+                                ("samples", .int(t.samples)), ("bytes", .int(t.bytes)),
+                                ("first_time", t.firstTime.map { .double(ms($0)) } ?? .null),
+                                ("last_time", t.lastTime.map { .double(ms($0)) } ?? .null),
+                                ("buffered", timeRangesJSON(buffered))])
+            })),
+            ("fetch", .object([("requests", .int(o.fetched.requests)), ("bytes_fetched", .int(o.fetched.bytesFetched)),
+                               ("seconds", .double(ms(o.seconds)))])),
+        ])
+    }
+
+    static func human(_ o: PrefetchCommand.Outcome, planOnly: Bool) -> String {
+        let p = o.plan
+        let sampleBytes = p.sampleRanges.reduce(Int64(0)) { $0 + Int64($1.count) }
+        var lines = [p.input]
+        lines.append(String(format: "  %@ %.3f s from %.3f s: %d sample ranges (%@), header %@; %d missing ranges, %@",
+                            planOnly ? "plan for" : "prefetched", p.seconds, p.start, p.sampleRanges.count,
+                            Console.humanBytes(sampleBytes), Console.humanBytes(p.headerRanges.reduce(0) { $0 + Int64($1.count) }),
+                            p.missing.count, Console.humanBytes(p.missingBytes)))
+        for t in p.tracks {
+            var line = "  #\(t.index) \(t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))"
+            if p.estimated {
+                line += "  (no index)"
+            } else {
+                line += String(format: "  %d samples  %@", t.samples, Console.humanBytes(t.bytes))
+                if let a = t.firstTime, let b = t.lastTime { line += String(format: "  %.3f–%.3f s", a, b) }
+            }
+            if let buffer = o.buffered.first(where: { $0.index == t.index }) {
+                let span = buffer.ranges.first(where: { $0.contains(p.start) || $0.lowerBound >= p.start })
+                line += span.map { String(format: "  cached %.3f–%.3f s", $0.lowerBound, $0.upperBound) } ?? "  not cached"
+            }
+            lines.append(line)
+        }
+        if planOnly {
+            for r in p.missing { lines.append("  fetch \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
+        } else {
+            lines.append(String(format: "  fetched: %lld requests, %@ in %.2f s", o.fetched.requests,
+                                Console.humanBytes(o.fetched.bytesFetched), o.seconds))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
