@@ -32,21 +32,27 @@ public struct PrefetchPlanner: Sendable {
         var sampleSet = ByteRangeSet()
         var planned: [PrefetchPlan.Track] = []
         var indexed = false
-        for index in streams {
+        // Seeking puts every stream at the video key frame's time, so the other tracks' samples are
+        // needed from there too (a player drops them, but the demuxer reads them).
+        let ordered = streams.sorted { (context.kind(ofStream: $0) == .video ? 0 : 1) < (context.kind(ofStream: $1) == .video ? 0 : 1) }
+        var from = windowStart
+        for index in ordered {
             let entries = context.indexEntries(stream: index)
             guard !entries.isEmpty else { continue }
             indexed = true
             let kind = context.kind(ofStream: index)
-            let chosen = PrefetchPlanner.window(entries, from: windowStart, to: windowEnd, fromKeyframe: kind == .video)
+            let chosen = PrefetchPlanner.window(entries, from: from, to: windowEnd, fromKeyframe: kind == .video)
+            if kind == .video, let keyframe = chosen.first { from = min(from, keyframe.time) }
             for e in chosen { sampleSet.insert(e.byteRange) }
             planned.append(PrefetchPlan.Track(index: index, kind: kind, samples: chosen.count,
                                               bytes: chosen.reduce(0) { $0 + $1.size },
                                               firstTime: chosen.first.map { $0.time - context.startTime },
                                               lastTime: chosen.last.map { $0.time - context.startTime }))
         }
+        planned.sort { $0.index < $1.index }
         var note: String?
         if !indexed {
-            let (range, why) = try estimate(context: context, source: source, header: header, start: start, seconds: seconds)
+            let (range, why) = try estimate(context: context, source: source, start: start, seconds: seconds)
             sampleSet.insert(range)
             note = why
             planned = streams.map { PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: 0, bytes: 0,
@@ -90,7 +96,7 @@ public struct PrefetchPlanner: Sendable {
     }
 
     /// A byte window from the overall bit rate, for containers without an index (MPEG-TS, some MKV).
-    private func estimate(context: FormatContext, source: any MediaSource, header: ByteRangeSet, start: Double,
+    private func estimate(context: FormatContext, source: any MediaSource, start: Double,
                           seconds: Double) throws -> (Range<Int64>, String) {
         guard let size = try source.size() else {
             throw MediaError.malformed(input: source.input, detail: "no index and no size to estimate a byte window from")
@@ -100,8 +106,7 @@ public struct PrefetchPlanner: Sendable {
             throw MediaError.malformed(input: source.input, detail: "no index and no bit rate to estimate a byte window from")
         }
         let bytesPerSecond = Double(bitRate) / 8
-        let dataStart = header.ranges.first.map { $0.lowerBound == 0 ? $0.upperBound : 0 } ?? 0
-        let lower = min(size, Int64(Double(dataStart) + start * bytesPerSecond))
+        let lower = min(size, Int64(start * bytesPerSecond))
         let upper = min(size, lower + Int64(seconds * bytesPerSecond * PrefetchPlanner.estimateMargin))
         let why = "\(context.formatName) has no usable index here: the byte window is estimated from the bit rate " +
             "(\(bitRate / 1000) kb/s, +\(Int((PrefetchPlanner.estimateMargin - 1) * 100))%)"

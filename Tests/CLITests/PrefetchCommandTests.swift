@@ -1,0 +1,58 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The offline-start promise with the built binary: prefetch, stop the origin, probe and check offline.
+final class PrefetchCommandTests: CLITestCase {
+    func makeMedia() throws -> String {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let r = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                                   "testsrc2=size=480x270:rate=25", "-f", "lavfi", "-i", "sine=frequency=440",
+                                                   "-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25",
+                                                   "-c:a", "aac", www + "/v.mp4"], timeout: 120)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return www
+    }
+
+    func testPrefetchThenPlaybackStartsOffline() throws {
+        let nginx = try NginxServer(root: try makeMedia())
+        let url = nginx.url("/v.mp4")
+        let plan = try json(try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--plan", "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual(plan["fetched"] as? Bool, false)
+        XCTAssertGreaterThan((plan["missing"] as? [Any])?.count ?? 0, 0, "the plan lists what it would fetch")
+
+        let result = try json(try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cacheDir]))
+        let tracks = try XCTUnwrap(result["tracks"] as? [[String: Any]])
+        XCTAssertEqual(tracks.map { $0["type"] as? String }, ["video", "audio"])
+        for t in tracks {
+            let buffered = try XCTUnwrap(t["buffered"] as? [[String: Double]])
+            XCTAssertTrue(buffered.contains { $0["start"]! <= 5 && $0["end"]! >= 9 }, "\(buffered)")
+        }
+        let human = try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cacheDir]).stdoutString
+        XCTAssertTrue(human.contains("0 missing ranges"), human)
+
+        let ranges = try json(try mprobe(["cache", "ranges", url, "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual((ranges["tracks"] as? [Any])?.count, 2, "buffered time ranges beside the byte ranges")
+
+        nginx.stop()
+        XCTAssertTrue(try mprobe(["probe", url, "--offline", "--cache-dir", cacheDir]).stdoutString.contains("h264"))
+        let check = try json(try mprobe(["check", url, "--start", "5", "--seconds", "4", "--offline", "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual(check["ok"] as? Bool, true)
+        let miss = try mprobe(["check", url, "--start", "15", "--seconds", "2", "--offline", "--cache-dir", cacheDir], expect: 4)
+        XCTAssertTrue(miss.stderr.contains("offline: bytes"), miss.stderr)
+    }
+
+    func testCheckOfADamagedFileFails() throws {
+        let www = try makeMedia()
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: www + "/v.mp4")))
+        // Overwrite a stretch of sample data in the middle with garbage: the moov stays valid.
+        for i in stride(from: bytes.count / 2, to: bytes.count / 2 + 60_000, by: 1) { bytes[i] = UInt8(truncatingIfNeeded: i &* 7919) }
+        try Data(bytes).write(to: URL(fileURLWithPath: www + "/bad.mp4"))
+        let nginx = try NginxServer(root: www)
+        let good = try mprobe(["check", nginx.url("/v.mp4"), "--seconds", "20", "--cache-dir", cacheDir])
+        XCTAssertTrue(good.stdoutString.contains("plays"), good.stdoutString)
+        let bad = try mprobe(["check", nginx.url("/bad.mp4"), "--seconds", "20", "--json", "--cache-dir", cacheDir], expect: 5)
+        XCTAssertEqual(try json(bad)["ok"] as? Bool, false)
+    }
+}

@@ -1,0 +1,131 @@
+import ByteCache
+import Foundation
+import MediaKit
+import MediaSource
+import RangeFetch
+import TestSupport
+import XCTest
+
+/// Prefetch plans from the index, fetched over nginx, then played back offline from the cache.
+final class PrefetchTests: XCTestCase {
+    /// 30 s of 640x360 H.264 (key frame every 2 s) + AAC, moov at the end and faststart,
+    /// made once per run with ffmpeg: long enough that a window is a small part of the file.
+    static let media: TempDirectory? = {
+        guard let dir = try? TempDirectory(prefix: "mprobe-prefetch-media") else { return nil }
+        let args = ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
+                    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-t", "30", "-c:v", "libx264",
+                    "-preset", "ultrafast", "-g", "50", "-b:v", "600k", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k"]
+        _ = try? runProcess("/usr/bin/ffmpeg", args + [dir.file("long.mp4")], timeout: 120)
+        _ = try? runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-i", dir.file("long.mp4"),
+                                                "-c", "copy", "-movflags", "+faststart", dir.file("long-faststart.mp4")])
+        for name in ["fragmented.mp4", "audio-only.m4a", "two-audio.mp4", "sample.webm"] {
+            try? FileManager.default.copyItem(atPath: MediaFixtures.samples + "/" + name, toPath: dir.file(name))
+        }
+        return dir
+    }()
+
+    var cache: TempDirectory!
+    var nginx: NginxServer!
+
+    override func setUpWithError() throws {
+        let media = try XCTUnwrap(Self.media, "a temporary directory for the test media")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: media.file("long.mp4")), "ffmpeg made the test media")
+        cache = try TempDirectory()
+        nginx = try NginxServer(root: media.path)
+    }
+
+    override func tearDown() { nginx.stop() }
+
+    func online() throws -> MediaSession { try MediaFixtures.session(cacheDir: cache.path) }
+    func offline() throws -> MediaSession { try MediaFixtures.session(cacheDir: cache.path, offline: true) }
+
+    @discardableResult
+    func prefetch(_ name: String, start: Double, seconds: Double, tracks: TrackSelection = .defaults) throws -> PrefetchPlan {
+        let session = try online()
+        let (plan, _, source) = try PrefetchPlanner().plan(nginx.url("/" + name), session: session, start: start,
+                                                           seconds: seconds, tracks: tracks)
+        try Prefetcher().fetch(plan, source: source, cancellation: session.cancellation)
+        return plan
+    }
+
+    func testWindowInTheMiddleIsPlannedFromTheKeyFrameFetchedAtTheFloorAndPlaysOffline() throws {
+        let plan = try prefetch("long.mp4", start: 12.3, seconds: 5)
+        XCTAssertFalse(plan.estimated)
+        let video = try XCTUnwrap(plan.tracks.first { $0.kind == .video })
+        let audio = try XCTUnwrap(plan.tracks.first { $0.kind == .audio })
+        let firstVideo = try XCTUnwrap(video.firstTime)
+        XCTAssertTrue(firstVideo <= 12.3 && firstVideo > 10.2, "from the key frame at or before 12.3 s: \(firstVideo)")
+        XCTAssertEqual(firstVideo.truncatingRemainder(dividingBy: 2), 0, accuracy: 0.05, "key frames every 2 s")
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(video.lastTime), 17.3 - 0.05)
+        XCTAssertLessThanOrEqual(try XCTUnwrap(audio.firstTime), 12.3)
+
+        // What the server sent: at most 1.1× the floor, in at most merged ranges + 2 requests.
+        let log = try nginx.waitForAccessLog(count: 3)
+        let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThanOrEqual(Double(sent), 1.1 * Double(plan.floorBytes) + 65_536, "sent \(sent), floor \(plan.floorBytes)")
+        XCTAssertLessThanOrEqual(log.count, plan.sampleRanges.count + 2)
+
+        // Offline: the window plays; the buffered ranges say so; another window is a clear miss.
+        let checked = try Checker().check(nginx.url("/long.mp4"), session: try offline(), start: 12.3, seconds: 5)
+        XCTAssertTrue(checked.ok, "\(checked.tracks)")
+        XCTAssertEqual(checked.tracks.first { $0.kind == .video }?.frames ?? 0, 125, accuracy: 2)
+        XCTAssertEqual(checked.fetch.requests, 0)
+        let buffered = try BufferedRanges.compute(nginx.url("/long.mp4"), session: try offline())
+        for track in buffered where track.kind == .video || track.kind == .audio {
+            XCTAssertTrue(track.ranges.contains { $0.lowerBound <= 12.3 && $0.upperBound >= 17.3 }, "\(track.ranges)")
+        }
+        XCTAssertThrowsError(try Checker().check(nginx.url("/long.mp4"), session: try offline(), start: 25, seconds: 2)) { error in
+            guard case .offlineMiss(_, let range) = error as? SourceError else { return XCTFail("got \(error)") }
+            XCTAssertGreaterThan(range.lowerBound, plan.sampleRanges.last!.upperBound)
+        }
+    }
+
+    func testFaststartFromTheStart() throws {
+        let plan = try prefetch("long-faststart.mp4", start: 0, seconds: 4)
+        XCTAssertEqual(plan.tracks.first { $0.kind == .video }?.firstTime ?? -1, 0, accuracy: 0.001)
+        let checked = try Checker().check(nginx.url("/long-faststart.mp4"), session: try offline(), start: 0, seconds: 4)
+        XCTAssertTrue(checked.ok, "\(checked.tracks)")
+        XCTAssertEqual(checked.tracks.first { $0.kind == .video }?.frames ?? 0, 100, accuracy: 2)
+    }
+
+    func testAlreadyCachedRangesAreNotFetchedAgain() throws {
+        try prefetch("long.mp4", start: 3, seconds: 4)
+        nginx.clearLog()
+        let again = try prefetch("long.mp4", start: 3, seconds: 4)
+        XCTAssertTrue(again.missing.isEmpty)
+        XCTAssertEqual(try nginx.accessLog().count, 0)
+        // An overlapping window fetches only what is new.
+        let later = try prefetch("long.mp4", start: 5, seconds: 4)
+        XCTAssertFalse(later.missing.isEmpty)
+        for m in later.missing {
+            XCTAssertTrue(ByteRangeSet(later.sampleRanges + later.headerRanges).contains(m))
+        }
+    }
+
+    func testFragmentedAudioOnlyAndSeveralAudioTracks() throws {
+        for name in ["fragmented.mp4", "audio-only.m4a", "two-audio.mp4"] {
+            let plan = try prefetch(name, start: 1, seconds: 2, tracks: .all)
+            XCTAssertFalse(plan.estimated, name)
+            let checked = try Checker().check(nginx.url("/" + name), session: try offline(), start: 1, seconds: 2, tracks: .all)
+            XCTAssertTrue(checked.ok, "\(name): \(checked.tracks)")
+            for t in checked.tracks { XCTAssertGreaterThan(t.frames, 0, "\(name) #\(t.index)") }
+        }
+        let session = try online()
+        let (defaults, _, _) = try PrefetchPlanner().plan(nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1)
+        XCTAssertEqual(defaults.tracks.map(\.index), [0, 1], "the default video and the default (English) audio")
+        let (audio, _, _) = try PrefetchPlanner().plan(nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
+                                                        tracks: .some(indices: [], kinds: [.audio]))
+        XCTAssertEqual(audio.tracks.map(\.index), [1, 2])
+        let (onlyAudio, _, _) = try PrefetchPlanner().plan(nginx.url("/audio-only.m4a"), session: session, start: 0, seconds: 1)
+        XCTAssertEqual(onlyAudio.tracks.map(\.kind), [.audio])
+        XCTAssertThrowsError(try PrefetchPlanner().plan(nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
+                                                        tracks: .some(indices: [7], kinds: [])))
+    }
+
+    func testContainerWithoutIndexGetsAnEstimatedWindowAndSaysSo() throws {
+        let session = try online()
+        let (plan, _, _) = try PrefetchPlanner().plan(nginx.url("/sample.webm"), session: session, start: 1, seconds: 1)
+        XCTAssertTrue(plan.estimated)
+        XCTAssertTrue(plan.note?.contains("estimated from the bit rate") == true, plan.note ?? "")
+    }
+}
