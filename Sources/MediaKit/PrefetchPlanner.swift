@@ -59,13 +59,15 @@ public struct PrefetchPlanner: Sendable {
                                                        firstTime: nil, lastTime: nil) }
         }
         let sampleRanges = PrefetchPlanner.merge(sampleSet.ranges, gap: PrefetchPlanner.mergeGap)
+        var floor = sampleSet
+        floor.formUnion(header) // the first request already holds the first samples: count them once
         var all = ByteRangeSet(sampleRanges)
         all.formUnion(header)
         let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
         let plan = PrefetchPlan(input: input, start: start, seconds: seconds, tracks: planned,
                                 headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
                                 estimated: !indexed, note: note,
-                                floorBytes: header.byteCount + sampleSet.byteCount)
+                                floorBytes: floor.byteCount)
         return (plan, context, source)
     }
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prefetch benchmark: `mprobe prefetch --seconds 10` of the 10-minute moov-at-end sample at T=0 and
+# T=300, cold, on loopback nginx and through the latency proxy (60 ms RTT, 50 Mbit/s); requests and
+# bytes the server sent against the plan's floor (header libavformat reads + the window's samples)
+# and merged ranges; and `ffmpeg -ss T -t 10 -i URL -f null -` over the same link for comparison.
+# Usage: bench/prefetch.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+mprobe_install_deps
+source bench/lib.sh
+swift build -c release --product mprobe >&2
+M=$PWD/.build/release/mprobe
+LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
+Samples/make-large.sh "$LARGE" >&2
+WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
+PROXY_PID=""
+trap 'bench_stop_nginx; [ -n "$PROXY_PID" ] && kill $PROXY_PID; rm -rf "$WORK"' EXIT
+bench_start_nginx "$LARGE" "$WORK/nginx"
+PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" 60 50 &
+PROXY_PID=$!
+sleep 0.5
+
+echo "## Prefetch 10 s of the 10-minute 720p moov-at-end sample (cold cache)"
+echo
+echo "| start | path | tool | requests | merged ranges | bytes sent | floor bytes | sent ÷ floor | wall s |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for start in 0 300; do
+    for path in loopback proxy; do
+        port=$NGINX_PORT; [ "$path" = proxy ] && port=$PROXY_PORT
+        url="http://127.0.0.1:$port/long-moov-end.mp4"
+        rm -rf "$WORK/cache"; : > "$NGINX_LOG"
+        t=$(bench_time sh -c "$M prefetch '$url' --start $start --seconds 10 --json --quiet --cache-dir '$WORK/cache' > '$WORK/p.json'")
+        sleep 0.3
+        read -r floor merged < <(python3 -c "import json; p=json.load(open('$WORK/p.json')); print(p['floor_bytes'], len(p['sample_ranges']))")
+        sent=$(bench_log_bytes)
+        echo "| $start | $path | mprobe prefetch | $(bench_log_requests) | $merged | $sent | $floor | $(python3 -c "print(f'{$sent/$floor:.2f}')") | $t |"
+        : > "$NGINX_LOG"
+        t=$(bench_time sh -c "ffmpeg -v error -ss $start -t 10 -i '$url' -f null - 2>/dev/null")
+        sleep 0.3
+        echo "| $start | $path | ffmpeg -ss T -t 10 -f null | $(bench_log_requests) | | $(bench_log_bytes) | | | $t |"
+    done
+done
