@@ -130,18 +130,22 @@ public final class RemoteSource: MediaSource {
 
     private func fetch(_ range: Range<Int64>) throws -> Int64? {
         var tally = FetchCounters()
+        var stored: Int64 = 0 // counted live, for progress
         let validators = store.validators
         let outcome: FetchOutcome
         do {
             outcome = try fetcher.fetch(url: input, range: range, ifRange: validators.etag ?? validators.lastModified,
                                         cancellation: cancellation, tally: &tally,
                                         onResponse: { try self.accept($0) },
-                                        onData: { offset, bytes in try self.store(bytes, at: offset) })
+                                        onData: { offset, bytes in
+                                            try self.store(bytes, at: offset)
+                                            stored += Int64(bytes.count)
+                                        })
         } catch {
-            count(tally)
+            count(tally, alreadyCounted: stored)
             throw error
         }
-        count(tally)
+        count(tally, alreadyCounted: stored)
         try store.commit()
         switch outcome {
         case .delivered:
@@ -157,14 +161,19 @@ public final class RemoteSource: MediaSource {
 
     private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
         try store.write(bytes, at: offset)
-        state.withLock { $0.fetchedHere.insert(offset..<offset + Int64(bytes.count)) }
+        state.withLock {
+            $0.fetchedHere.insert(offset..<offset + Int64(bytes.count))
+            $0.counters.bytesFetched += Int64(bytes.count)
+        }
     }
 
-    private func count(_ tally: FetchCounters) {
+    /// Adds a finished fetch's requests and connections, and the received bytes not yet counted
+    /// as they were stored (error bodies, bytes past the range of a server that ignores ranges).
+    private func count(_ tally: FetchCounters, alreadyCounted: Int64) {
         state.withLock {
             $0.counters.requests += tally.requests
             $0.counters.connections += tally.connections
-            $0.counters.bytesFetched += tally.bytesReceived
+            $0.counters.bytesFetched += max(0, tally.bytesReceived - alreadyCounted)
         }
     }
 
