@@ -12,6 +12,7 @@
 #include <libavutil/pixdesc.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/dict.h>
+#include <libavutil/opt.h>
 #include <math.h>
 
 static inline int mp_averror(int posix_errno) { return AVERROR(posix_errno); }

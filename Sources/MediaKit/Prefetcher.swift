@@ -9,11 +9,15 @@ public struct Prefetcher: Sendable {
 
     public init() {}
 
-    /// Blocks until every range is stored or one failed (the others then stop early).
+    /// Blocks until every missing range of the plan is stored or one failed (the others then stop early).
     public func fetch(_ plan: PrefetchPlan, source: any MediaSource, cancellation: Cancellation) throws {
-        let queue = WorkQueue(plan.missing)
+        try fetch(plan.missing, source: source, cancellation: cancellation)
+    }
+
+    public func fetch(_ ranges: [Range<Int64>], source: any MediaSource, cancellation: Cancellation) throws {
+        let queue = WorkQueue(ranges)
         let failure = FirstFailure()
-        let workers = max(1, min(connections, plan.missing.count))
+        let workers = max(1, min(connections, ranges.count))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             while !failure.isSet, !cancellation.isCancelled, let range = queue.next() {
                 do {

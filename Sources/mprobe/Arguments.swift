@@ -5,8 +5,11 @@ struct Arguments {
     private var values: [String: String] = [:]
     private var flags: Set<String> = []
 
-    /// - `valueOptions`: names (without dashes) that take a value; `flagOptions`: booleans.
-    init(_ args: [String], valueOptions: Set<String>, flagOptions: Set<String>) throws {
+    /// - `valueOptions`: names (without dashes) that take a value; `flagOptions`: booleans;
+    ///   `optionalValues`: flags that may carry a value, inline (`--sprite=5x4`) or as the next
+    ///   argument when it matches the pattern (`--sprite 5x4`).
+    init(_ args: [String], valueOptions: Set<String>, flagOptions: Set<String>,
+         optionalValues: [String: String] = [:]) throws {
         var i = 0
         var onlyPositionals = false
         while i < args.count {
@@ -31,6 +34,14 @@ struct Arguments {
                     values[name] = inlineValue
                 } else {
                     guard i < args.count else { throw UsageError("option --\(name) needs a value") }
+                    values[name] = args[i]
+                    i += 1
+                }
+            } else if let pattern = optionalValues[name] {
+                flags.insert(name)
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else if i < args.count, args[i].range(of: pattern, options: .regularExpression) != nil {
                     values[name] = args[i]
                     i += 1
                 }

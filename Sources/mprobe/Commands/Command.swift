@@ -6,5 +6,11 @@ protocol Command: Sendable {
     static var help: String { get }
     static var valueOptions: Set<String> { get }
     static var flagOptions: Set<String> { get }
+    /// Flags that may carry a value, with the pattern a following argument must match to be it.
+    static var optionalValues: [String: String] { get }
     static func run(_ args: Arguments) throws -> ExitCode
+}
+
+extension Command {
+    static var optionalValues: [String: String] { [:] }
 }

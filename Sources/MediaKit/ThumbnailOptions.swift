@@ -1,0 +1,51 @@
+/// What thumbnails to make.
+public struct ThumbnailOptions: Sendable {
+    public enum Times: Sendable, Equatable {
+        /// 0, S, 2S, ... below the duration.
+        case every(Double)
+        /// N times spread evenly: i × duration / N.
+        case count(Int)
+        /// These times, in seconds.
+        case at([Double])
+    }
+
+    public var times: Times = .count(20)
+    /// Output size; with neither set the width is 320 and the height keeps the display aspect;
+    /// with both the picture fits inside the box.
+    public var width: Int?
+    public var height: Int?
+    public var format: ImageFormat = .jpg
+    public var quality = 80
+    /// Decode from the key frame up to the exact time instead of taking the key frame itself.
+    public var accurate = false
+
+    public init() {}
+
+    /// The requested times for a video of `duration` seconds.
+    func requestedTimes(duration: Double) -> [Double] {
+        switch times {
+        case .every(let step):
+            guard step > 0 else { return [0] }
+            return stride(from: 0, to: max(duration, step / 2), by: step).map { $0 }
+        case .count(let n):
+            guard n > 0 else { return [] }
+            return (0..<n).map { Double($0) * duration / Double(n) }
+        case .at(let list):
+            return list
+        }
+    }
+
+    /// Output size for a picture displayed at `displayWidth` × `displayHeight`: even numbers, as
+    /// 4:2:0 encoders want.
+    func outputSize(displayWidth: Double, displayHeight: Double) -> (Int, Int) {
+        func even(_ v: Double) -> Int { max(2, Int((v / 2).rounded()) * 2) }
+        let aspect = displayWidth / max(displayHeight, 1)
+        switch (width, height) {
+        case let (w?, h?):
+            return Double(w) / Double(h) > aspect ? (even(Double(h) * aspect), even(Double(h))) : (even(Double(w)), even(Double(w) / aspect))
+        case let (w?, nil): return (even(Double(w)), even(Double(w) / aspect))
+        case let (nil, h?): return (even(Double(h) * aspect), even(Double(h)))
+        case (nil, nil): return (320, even(320 / aspect))
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import ByteCache
+import CFFmpeg
+import Foundation
+import MediaSource
+
+/// One thumbnail: the time asked for, the time of the frame shown, and the encoded picture.
+public struct Thumbnail: Sendable {
+    public let time: Double
+    public let pts: Double
+    public let image: RGBImage
+    public let encoded: [UInt8]
+    public let fileName: String
+}
+
+public struct ThumbnailSet: Sendable {
+    public let input: String
+    /// Seconds, when the container states it.
+    public let duration: Double?
+    public let thumbnails: [Thumbnail]
+    /// Things to tell the user (times clamped to the end, no index...).
+    public let notes: [String]
+    /// The moov (or header) plus the key frames decoded: the least the job needs to move.
+    public let floorBytes: Int64
+    public let fetch: SourceCounters
+}
+
+/// Thumbnails from key frames: plan the frames from the index, fetch every range they need in
+/// one parallel wave, then decode from the cache — never fetch-decode-fetch.
+public struct Thumbnailer: Sendable {
+    public var options = ThumbnailOptions()
+    public var connections = 4
+
+    public init() {}
+
+    public func make(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void = { _ in }) throws -> ThumbnailSet {
+        let source = try session.open(input)
+        let before = source.counters
+        _ = try BoxWalker().walk(source)
+        // The header alone: decoders get what they need from the codec parameters.
+        let context = try FormatContext(source: source, findStreamInfo: false, cancellation: session.cancellation)
+        guard let video = context.bestStream(.video), let stream = context.stream(video) else {
+            throw MediaError.noTracks(detail: "\(input) has no video track to take thumbnails from")
+        }
+        let duration = context.durationSeconds ?? stream.duration
+        var notes: [String] = []
+        let entries = context.indexEntries(stream: video)
+        let keyframes = entries.filter(\.isKeyframe)
+        let offset = context.startTime
+        // For each requested time: the key frame at or before it (clamped to the last one).
+        var targets: [(time: Double, keyframe: IndexEntry?)] = []
+        for time in options.requestedTimes(duration: duration ?? 0) {
+            let absolute = offset + max(0, time)
+            if let duration, time >= duration {
+                notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration))
+            }
+            targets.append((time, keyframes.last(where: { $0.time <= absolute }) ?? keyframes.first))
+        }
+        if keyframes.isEmpty { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
+
+        // One wave: every range the decodes below will read, merged, fetched in parallel.
+        var needed = ByteRangeSet()
+        for target in targets {
+            guard let key = target.keyframe else { continue }
+            needed.insert(key.byteRange)
+            if options.accurate {
+                for e in entries where e.time > key.time && e.time <= offset + target.time { needed.insert(e.byteRange) }
+            }
+        }
+        let floor = context.bytesRead.byteCount + needed.byteCount
+        let wave = PrefetchPlanner.merge(needed.ranges, gap: 16 << 10).flatMap { source.missingRanges(in: $0) }
+        var prefetcher = Prefetcher()
+        prefetcher.connections = connections
+        try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
+
+        let decoder = try Decoder(stream: stream, threads: 1)
+        context.discardAllStreams(except: video)
+        let scaler = Scaler()
+        var made: [Thumbnail] = []
+        var cache: [Int64: (pts: Double, image: RGBImage, encoded: [UInt8])] = [:] // by key frame position
+        for (i, target) in targets.enumerated() {
+            if session.cancellation.isCancelled { throw MediaError.interrupted }
+            let name = Thumbnailer.fileName(time: target.time, format: options.format)
+            if !options.accurate, let key = target.keyframe, let done = cache[key.position] {
+                made.append(Thumbnail(time: target.time, pts: done.pts, image: done.image, encoded: done.encoded, fileName: name))
+                progress(i + 1)
+                continue
+            }
+            let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
+            let (frame, pts) = try decodeFrame(context: context, decoder: decoder, stream: video,
+                                               seekTo: seekTime, until: options.accurate ? offset + target.time : nil)
+            let image = try picture(frame.pointer, stream: stream, scaler: scaler)
+            let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
+            let shown = pts - offset
+            if let key = target.keyframe { cache[key.position] = (shown, image, encoded) }
+            made.append(Thumbnail(time: target.time, pts: shown, image: image, encoded: encoded, fileName: name))
+            progress(i + 1)
+        }
+        return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor,
+                            fetch: source.counters.since(before))
+    }
+
+    static func fileName(time: Double, format: ImageFormat) -> String {
+        let ms = Int((max(0, time) * 1000).rounded())
+        return String(format: "thumb-%06d.%03d.", ms / 1000, ms % 1000) + format.rawValue
+    }
+
+    /// Seeks to the key frame at `seekTo` and decodes it alone (sent, then drained, so one packet
+    /// gives one picture), or with `until` every frame up to that time, returning the last.
+    private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double,
+                             until: Double?) throws -> (Frame, Double) {
+        guard let st = context.stream(stream) else { throw MediaError.noTracks(detail: "stream \(stream) vanished") }
+        let tb = st.pointee.time_base
+        let ts = Int64((seekTo * Double(tb.den) / Double(tb.num)).rounded(.down))
+        try FFmpegError.check(av_seek_frame(context.pointer, Int32(stream), ts, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
+        avcodec_flush_buffers(decoder.context)
+        let packet = try Packet()
+        let result = try Frame()
+        var got: Double?
+        func keep(_ frame: UnsafeMutablePointer<AVFrame>) {
+            let p = frame.pointee.best_effort_timestamp
+            let time = p == mp_av_nopts_value() ? seekTo : Double(p) * Double(tb.num) / Double(tb.den)
+            if got == nil || until.map({ time <= $0 + 1e-6 }) == true {
+                av_frame_unref(result.pointer)
+                av_frame_ref(result.pointer, frame)
+                got = time
+            }
+        }
+        while true {
+            packet.unref()
+            let rc = av_read_frame(context.pointer, packet.pointer)
+            if rc < 0 {
+                if let error = context.readError { throw error }
+                if rc == mp_averror_eof() { break }
+                throw FFmpegError(code: rc, function: "av_read_frame")
+            }
+            guard packet.pointer.pointee.stream_index == Int32(stream) else { continue }
+            _ = try decoder.decode(packet.pointer, keep)
+            if let until {
+                if let got, got >= until - 1e-6 { break }
+                let dts = packet.pointer.pointee.dts
+                if dts != mp_av_nopts_value(), Double(dts) * Double(tb.num) / Double(tb.den) > until + 1 { break }
+            } else {
+                break // the key frame alone: drained below
+            }
+        }
+        _ = try decoder.decode(nil, keep)
+        avcodec_flush_buffers(decoder.context)
+        guard let time = got else {
+            throw MediaError.malformed(input: context.formatName, detail: String(format: "no picture decoded at %.3f s", seekTo))
+        }
+        return (result, time)
+    }
+
+    /// The frame at the output size in display orientation: sample aspect ratio and rotation applied.
+    private func picture(_ frame: UnsafeMutablePointer<AVFrame>, stream: UnsafeMutablePointer<AVStream>,
+                         scaler: Scaler) throws -> RGBImage {
+        let f = frame.pointee
+        var sar = f.sample_aspect_ratio
+        if sar.num <= 0 || sar.den <= 0 { sar = stream.pointee.sample_aspect_ratio }
+        let aspect = sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+        let rotation = mp_stream_rotation(stream)
+        // FFmpeg's display matrix angle is counter-clockwise; players turn the picture back clockwise.
+        let clockwise = rotation.isNaN ? 0 : ((Int((-rotation).rounded()) % 360) + 360) % 360
+        let sideways = clockwise == 90 || clockwise == 270
+        let displayW = Double(f.width) * aspect, displayH = Double(f.height)
+        let (outW, outH) = options.outputSize(displayWidth: sideways ? displayH : displayW,
+                                              displayHeight: sideways ? displayW : displayH)
+        let scaled = try scaler.rgb(frame, width: sideways ? outH : outW, height: sideways ? outW : outH)
+        return scaled.rotated(clockwise: clockwise)
+    }
+}
+
+extension FormatContext {
+    /// Tells the demuxer to skip the other streams' packets, so their bytes are never read.
+    func discardAllStreams(except keep: Int) {
+        for i in 0..<streamCount where i != keep { stream(i)?.pointee.discard = AVDISCARD_ALL }
+    }
+}
+
+private extension UnsafeMutablePointer where Pointee == AVStream {
+    var duration: Double? {
+        let d = pointee.duration
+        guard d != mp_av_nopts_value(), d > 0 else { return nil }
+        return Double(d) * Double(pointee.time_base.num) / Double(pointee.time_base.den)
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import MediaKit
+
+/// `mprobe thumbs URL...`: key-frame thumbnails, a sprite sheet and a WebVTT storyboard.
+enum ThumbsCommand: Command {
+    static let name = "thumbs"
+    static let summary = "thumbnails from key frames, a sprite sheet and a WebVTT storyboard"
+    static let help = """
+        Usage: mprobe thumbs URL... [--every S | --count N | --at T1,T2,...] [--width W] [--height H]
+                                    [--format jpg|png|webp] [--quality Q] [--out DIR] [--sprite [COLSxROWS]]
+                                    [--accurate] [--json] [-j N] [-i FILE|-] [--quiet]
+
+        For each time, the key frame at or before it is found in the demuxer's index; every byte
+        range needed for all thumbnails is fetched in one parallel wave; then each key frame is
+        decoded alone (no following frames), scaled to the display aspect (sample aspect ratio and
+        rotation applied) and written as thumb-SSSSSS.mmm.jpg, with manifest.json.
+
+          --every S        one thumbnail every S seconds from 0
+          --count N        N thumbnails spread evenly (default 20)
+          --at LIST        at these times (seconds, comma separated); past the end: the last key frame
+          --width W        width in pixels (default 320; height follows the aspect)
+          --height H       height in pixels (with --width: fit inside W x H)
+          --format F       jpg (default), png or webp;  --quality Q  1-100 (default 80)
+          --out DIR        where to write (default ./thumbs); several inputs get a folder each
+          --sprite [CxR]   also sprite.jpg (a C x R grid, default square-ish) and thumbs.vtt
+          --accurate       decode from the key frame up to the exact time (fetches more)
+          -j N, -i FILE    several inputs at once / from a list, as for probe
+          --json           one object per input: the manifest, the notes and what it fetched
+
+        \(GlobalOptions.help)
+        """
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions
+        .union(["every", "count", "at", "width", "height", "format", "quality", "out", "jobs", "i"])
+    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["accurate", "quiet"])
+    static let optionalValues = ["sprite": "^[0-9]+x[0-9]+$"]
+
+    static func run(_ args: Arguments) throws -> ExitCode {
+        let options = GlobalOptions(args)
+        let inputs = try Batch.inputs(operands: args.positionals, listFile: args.value("i"))
+        guard !inputs.isEmpty else { throw UsageError("thumbs needs at least one URL or path") }
+        var thumbnailer = Thumbnailer()
+        thumbnailer.options = try thumbnailOptions(args)
+        let sprite = try args.flag("sprite") ? Optional(spriteLayout(args.value("sprite"))) : nil
+        let out = args.value("out") ?? "thumbs"
+        let folders = folderNames(inputs)
+        let session = try options.session()
+        let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
+        let progress = ThumbsProgress(inputs: inputs.count, perInput: 0)
+        let maker = thumbnailer
+        var failures: [ExitCode] = []
+        Batch.run(Array(inputs.indices).map(String.init), jobs: try jobsOption(args), work: { key in
+            let i = Int(key)!
+            return Result { () throws -> (ThumbnailSet, String) in
+                let set = try maker.make(inputs[i], session: session) { _ in
+                    let (done, total) = progress.thumbnailDone()
+                    bar.update(done: Int64(done), total: Int64(max(done, total)), detail: "thumbnails, \(progress.inputsDone)/\(inputs.count) inputs")
+                }
+                let dir = inputs.count == 1 ? out : out + "/" + folders[i]
+                try ThumbsOutput.write(set, to: dir, sprite: sprite)
+                progress.inputDone()
+                return (set, dir)
+            }
+        }, emit: { i, _, result in
+            let input = inputs[i]
+            switch result {
+            case .success(let (set, dir)):
+                bar.finish()
+                if !options.json { for note in set.notes { Console.warning("\(input): \(note)") } }
+                Console.out(options.json ? ThumbsOutput.json(set, dir: dir, sprite: sprite != nil).text
+                                         : ThumbsOutput.human(set, dir: dir, sprite: sprite != nil))
+            case .failure(let error):
+                bar.finish()
+                failures.append(ExitCode.forError(error))
+                Console.error(ProbeOutput.errorLine(input: input, error: error))
+                if options.json {
+                    Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
+                                             ("exit_code", .int(Int(ExitCode.forError(error).rawValue)))]).text)
+                }
+            }
+        })
+        if failures.isEmpty { return .success }
+        return inputs.count == 1 ? failures[0] : .partialFailure
+    }
+
+    static func thumbnailOptions(_ args: Arguments) throws -> ThumbnailOptions {
+        var o = ThumbnailOptions()
+        let chosen = ["every", "count", "at"].filter { args.value($0) != nil }
+        guard chosen.count <= 1 else { throw UsageError("use only one of --every, --count and --at") }
+        if let every = try args.double("every") {
+            guard every > 0 else { throw UsageError("--every must be positive") }
+            o.times = .every(every)
+        }
+        if let text = args.value("count") {
+            guard let n = Int(text), n >= 1, n <= 10_000 else { throw UsageError("--count needs 1...10000, got '\(text)'") }
+            o.times = .count(n)
+        }
+        if let text = args.value("at") {
+            let times = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard !times.isEmpty, times.allSatisfy({ $0 != nil && $0! >= 0 }) else {
+                throw UsageError("--at needs seconds separated by commas, e.g. 0,30,60.5; got '\(text)'")
+            }
+            o.times = .at(times.compactMap { $0 })
+        }
+        func pixels(_ name: String) throws -> Int? {
+            guard let text = args.value(name) else { return nil }
+            guard let v = Int(text), v >= 16, v <= 8192 else { throw UsageError("--\(name) needs 16...8192 pixels, got '\(text)'") }
+            return v
+        }
+        o.width = try pixels("width")
+        o.height = try pixels("height")
+        if let text = args.value("format") {
+            guard let f = ImageFormat(rawValue: text.lowercased() == "jpeg" ? "jpg" : text.lowercased()) else {
+                throw UsageError("--format needs jpg, png or webp, got '\(text)'")
+            }
+            o.format = f
+        }
+        if let text = args.value("quality") {
+            guard let q = Int(text), (1...100).contains(q) else { throw UsageError("--quality needs 1...100, got '\(text)'") }
+            o.quality = q
+        }
+        o.accurate = args.flag("accurate")
+        return o
+    }
+
+    static func spriteLayout(_ text: String?) throws -> (Int, Int)? {
+        guard let text else { return nil }
+        let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, parts[0] >= 1, parts[1] >= 1 else { throw UsageError("--sprite needs COLSxROWS, e.g. 5x4") }
+        return (parts[0], parts[1])
+    }
+
+    /// A folder per input, from its file name, made unique.
+    static func folderNames(_ inputs: [String]) -> [String] {
+        var seen: [String: Int] = [:]
+        return inputs.map { input in
+            let path = input.split(separator: "?").first.map(String.init) ?? input
+            var base = (path.split(separator: "/").last.map(String.init) ?? "input")
+            if let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
+            base = String(base.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" })
+            if base.isEmpty { base = "input" }
+            seen[base, default: 0] += 1
+            return seen[base]! == 1 ? base : "\(base)-\(seen[base]!)"
+        }
+    }
+}
+
+/// Counters for the progress bar, shared by the worker threads.
+final class ThumbsProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var thumbnails = 0
+    private var inputs = 0
+    private let inputCount: Int
+
+    init(inputs: Int, perInput: Int) { inputCount = inputs }
+
+    func thumbnailDone() -> (Int, Int) { lock.withLock { thumbnails += 1; return (thumbnails, thumbnails) } }
+    func inputDone() { lock.withLock { inputs += 1 } }
+    var inputsDone: Int { lock.withLock { inputs } }
+}
