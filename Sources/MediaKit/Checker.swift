@@ -42,6 +42,7 @@ public struct Checker: Sendable {
         let windowStart = offset + start, windowEnd = windowStart + seconds
         var results: [Int: TrackResult] = [:]
         var decoders: [Int: Decoder] = [:]
+        let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
         for index in streams {
             guard let st = context.stream(index) else { continue }
             let codec = avcodec_get_name(st.pointee.codecpar.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
@@ -78,7 +79,10 @@ public struct Checker: Sendable {
             guard results[index] != nil, results[index]?.complete == false else { continue }
             let st = context.stream(index)!
             let tb = st.pointee.time_base
-            let ts = packet.pointer.pointee.dts != mp_av_nopts_value() ? packet.pointer.pointee.dts : packet.pointer.pointee.pts
+            // The window ends at the first packet whose decode time, plus the stream's decode delay
+            // (as the planner counts it), reaches its end.
+            let dts = packet.pointer.pointee.dts
+            let ts = dts != mp_av_nopts_value() ? dts + delays[index, default: 0] : packet.pointer.pointee.pts
             if ts != mp_av_nopts_value(), Double(ts) * Double(tb.num) / Double(tb.den) >= windowEnd {
                 results[index]?.complete = true
                 continue

@@ -5,8 +5,14 @@ public struct IndexEntry: Sendable, Equatable {
     /// Byte offset and size in the file.
     public let position: Int64
     public let size: Int64
-    /// Decode time in seconds (the index holds DTS in the stream's time base).
+    /// Presentation time in seconds, as a seek or a player sees it: the index holds DTS, which
+    /// with B-frames or an edit list runs ahead of the PTS by the stream's decode delay; that delay
+    /// (the stream's start time minus its first DTS) is added back.
     public let time: Double
+    /// `time` in the stream's time base: what `av_seek_frame` expects to land on this sample.
+    public let timestamp: Int64
+    /// Decode time in seconds, as the index holds it.
+    public let decodeTime: Double
     public let isKeyframe: Bool
     public var byteRange: Range<Int64> { position..<position + size }
 }
@@ -20,15 +26,25 @@ extension FormatContext {
         let tb = st.pointee.time_base
         let scale = Double(tb.num) / Double(max(1, tb.den))
         let count = avformat_index_get_entries_count(st)
+        let delay = decodeDelay(stream: index)
         var entries: [IndexEntry] = []
         entries.reserveCapacity(Int(max(0, count)))
         for i in 0..<max(0, count) {
             guard let e = avformat_index_get_entry(st, i), e.pointee.pos >= 0, mp_index_entry_size(e) > 0 else { continue }
             entries.append(IndexEntry(position: e.pointee.pos, size: Int64(mp_index_entry_size(e)),
-                                      time: Double(e.pointee.timestamp) * scale,
+                                      time: Double(e.pointee.timestamp + delay) * scale, timestamp: e.pointee.timestamp + delay,
+                                      decodeTime: Double(e.pointee.timestamp) * scale,
                                       isKeyframe: mp_index_entry_is_keyframe(e) != 0))
         }
         return entries.sorted { $0.time < $1.time }
+    }
+
+    /// How far the index's DTS run ahead of presentation times in stream `index`, in its time base:
+    /// the stream's start time (first PTS) minus its first DTS; 0 without an index.
+    func decodeDelay(stream index: Int) -> Int64 {
+        guard let st = stream(index), avformat_index_get_entries_count(st) > 0,
+              let first = avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value() else { return 0 }
+        return max(0, st.pointee.start_time - first.pointee.timestamp)
     }
 
     /// Start of the presentation in seconds (0 when the container does not say).

@@ -46,6 +46,13 @@ public final class FormatContext {
         avformat_close_input(&context)
     }
 
+    /// Reads the first packets to fill in what the header lacks (duration and start time of
+    /// containers without an index, such as MPEG-TS), for a context opened without it.
+    public func findStreamInfo() throws {
+        let rc = avformat_find_stream_info(pointer, nil)
+        if rc < 0 { throw FormatContext.failure(rc, "avformat_find_stream_info", bridge: bridge) }
+    }
+
     /// The error to report: what the read path said (HTTP, offline...), else FFmpeg's.
     private static func failure(_ code: Int32, _ function: String, bridge: AVIOBridge) -> Error {
         if let error = bridge.lastError { return error }

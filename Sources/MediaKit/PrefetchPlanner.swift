@@ -8,7 +8,7 @@ import MediaSource
 /// the header; the bytes libavformat read for that become the plan's header ranges. Then, per
 /// selected track, the index entries in the window give exact sample ranges: for video every
 /// sample from the key frame at or before the start, for other tracks from the sample that
-/// contains the start. Index timestamps are DTS in the stream's time base, offset by the
+/// contains the start. Times are presentation times (see `IndexEntry.time`), offset by the
 /// container's start time.
 public struct PrefetchPlanner: Sendable {
     /// Sample ranges closer than this are fetched as one range: one request for a few
@@ -32,8 +32,8 @@ public struct PrefetchPlanner: Sendable {
         var sampleSet = ByteRangeSet()
         var planned: [PrefetchPlan.Track] = []
         var indexed = false
-        // Seeking puts every stream at the video key frame's time, so the other tracks' samples are
-        // needed from there too (a player drops them, but the demuxer reads them).
+        // Seeking puts every other stream at the video key frame's decode time, so their samples are
+        // needed from there (a player drops them, but the demuxer reads them).
         let ordered = streams.sorted { (context.kind(ofStream: $0) == .video ? 0 : 1) < (context.kind(ofStream: $1) == .video ? 0 : 1) }
         var from = windowStart
         for index in ordered {
@@ -42,7 +42,7 @@ public struct PrefetchPlanner: Sendable {
             indexed = true
             let kind = context.kind(ofStream: index)
             let chosen = PrefetchPlanner.window(entries, from: from, to: windowEnd, fromKeyframe: kind == .video)
-            if kind == .video, let keyframe = chosen.first { from = min(from, keyframe.time) }
+            if kind == .video, let keyframe = chosen.first { from = min(from, keyframe.decodeTime) }
             for e in chosen { sampleSet.insert(e.byteRange) }
             planned.append(PrefetchPlan.Track(index: index, kind: kind, samples: chosen.count,
                                               bytes: chosen.reduce(0) { $0 + $1.size },
@@ -71,13 +71,17 @@ public struct PrefetchPlanner: Sendable {
         return (plan, context, source)
     }
 
-    /// The entries whose decode time falls in [from, to), plus the one that contains `from`
-    /// (for video: back to the key frame at or before `from`, since decoding starts there), plus
-    /// the first one at or after `to`: a demuxer reads it to learn that the window has ended.
+    /// The entries whose time falls in [from, to), plus the one that contains `from` (for video:
+    /// back to the key frame at or before `from`, since decoding starts there; for other tracks one
+    /// more before it), plus the first one at or after `to`: a demuxer reads it to learn that the
+    /// window has ended.
     static func window(_ entries: [IndexEntry], from: Double, to: Double, fromKeyframe: Bool) -> [IndexEntry] {
         guard var first = entries.lastIndex(where: { $0.time <= from }) ?? (entries.isEmpty ? nil : 0) else { return [] }
         if fromKeyframe {
             first = entries[...first].lastIndex(where: \.isKeyframe) ?? first
+        } else {
+            // A seek may land one sample earlier (rounding between time bases): take it too.
+            first = max(0, first - 1)
         }
         var last = first
         while last + 1 < entries.count && entries[last + 1].time < to { last += 1 }

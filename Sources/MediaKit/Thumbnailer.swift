@@ -41,9 +41,12 @@ public struct Thumbnailer: Sendable {
         guard let video = context.bestStream(.video), let stream = context.stream(video) else {
             throw MediaError.noTracks(detail: "\(input) has no video track to take thumbnails from")
         }
-        let duration = context.durationSeconds ?? stream.duration
         var notes: [String] = []
         let entries = context.indexEntries(stream: video)
+        if entries.isEmpty || context.durationSeconds == nil {
+            try context.findStreamInfo() // no index: the duration and start time come from the first packets
+        }
+        let duration = context.durationSeconds ?? stream.duration
         let keyframes = entries.filter(\.isKeyframe)
         let offset = context.startTime
         // For each requested time: the key frame at or before it (clamped to the last one).
@@ -86,8 +89,13 @@ public struct Thumbnailer: Sendable {
                 continue
             }
             let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
-            let (frame, pts) = try decodeFrame(context: context, decoder: decoder, stream: video,
-                                               seekTo: seekTime, until: options.accurate ? offset + target.time : nil)
+            let exact = target.keyframe?.timestamp
+            let (frame, pts) = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
+                                               timestamp: exact, until: options.accurate ? offset + target.time : nil)
+                ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
+                               until: nil, alone: false)
+                ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset, until: nil, alone: false)
+                ?? { throw MediaError.malformed(input: input, detail: String(format: "no picture decoded at %.3f s", seekTime)) }()
             let image = try picture(frame.pointer, stream: stream, scaler: scaler)
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
             let shown = pts - offset
@@ -104,18 +112,23 @@ public struct Thumbnailer: Sendable {
         return String(format: "thumb-%06d.%03d.", ms / 1000, ms % 1000) + format.rawValue
     }
 
-    /// Seeks to the key frame at `seekTo` and decodes it alone (sent, then drained, so one packet
-    /// gives one picture), or with `until` every frame up to that time, returning the last.
-    private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double,
-                             until: Double?) throws -> (Frame, Double) {
+    /// Seeks to the key frame at `seekTo` and decodes it `alone` (sent, then drained, so one packet
+    /// gives one picture), or with `until` every frame up to that time, returning the last. Not
+    /// alone, it decodes onward until the first picture: the fallback for a key frame that gives
+    /// none (a pre-roll frame an edit list discards). Nil when no picture came out.
+    /// `timestamp` is the key frame's index timestamp when known: seeking to it exactly avoids
+    /// landing on the previous key frame through rounding.
+    private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
+                             until: Double?, alone: Bool = true) throws -> (Frame, Double)? {
         guard let st = context.stream(stream) else { throw MediaError.noTracks(detail: "stream \(stream) vanished") }
         let tb = st.pointee.time_base
-        let ts = Int64((seekTo * Double(tb.den) / Double(tb.num)).rounded(.down))
+        let ts = timestamp ?? Int64((seekTo * Double(tb.den) / Double(tb.num)).rounded(.down))
         try FFmpegError.check(av_seek_frame(context.pointer, Int32(stream), ts, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
         avcodec_flush_buffers(decoder.context)
         let packet = try Packet()
         let result = try Frame()
         var got: Double?
+        var packets = 0
         func keep(_ frame: UnsafeMutablePointer<AVFrame>) {
             let p = frame.pointee.best_effort_timestamp
             let time = p == mp_av_nopts_value() ? seekTo : Double(p) * Double(tb.num) / Double(tb.den)
@@ -135,20 +148,18 @@ public struct Thumbnailer: Sendable {
             }
             guard packet.pointer.pointee.stream_index == Int32(stream) else { continue }
             _ = try decoder.decode(packet.pointer, keep)
+            packets += 1
             if let until {
                 if let got, got >= until - 1e-6 { break }
                 let dts = packet.pointer.pointee.dts
                 if dts != mp_av_nopts_value(), Double(dts) * Double(tb.num) / Double(tb.den) > until + 1 { break }
-            } else {
-                break // the key frame alone: drained below
+            } else if alone || got != nil || packets >= 300 {
+                break // drained below
             }
         }
         _ = try decoder.decode(nil, keep)
         avcodec_flush_buffers(decoder.context)
-        guard let time = got else {
-            throw MediaError.malformed(input: context.formatName, detail: String(format: "no picture decoded at %.3f s", seekTo))
-        }
-        return (result, time)
+        return got.map { (result, $0) }
     }
 
     /// The frame at the output size in display orientation: sample aspect ratio and rotation applied.

@@ -63,3 +63,23 @@ func assertAgreesWithFFprobe(_ r: ProbeResult, _ path: String, file: StaticStrin
         }
     }
 }
+
+/// 30 s of 640x360 H.264 (key frame every 2 s, B-frames) + AAC, moov at the end and faststart,
+/// made once per test run with ffmpeg, plus copies of the small samples: long enough that a
+/// window or a key frame is a small part of the file.
+enum LongMedia {
+    static let directory: TempDirectory? = {
+        guard let dir = try? TempDirectory(prefix: "mprobe-media") else { return nil }
+        let args = ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
+                    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-t", "30", "-c:v", "libx264",
+                    "-preset", "ultrafast", "-g", "50", "-bf", "2", "-b:v", "600k", "-pix_fmt", "yuv420p",
+                    "-c:a", "aac", "-b:a", "64k"]
+        _ = try? runProcess("/usr/bin/ffmpeg", args + [dir.file("long.mp4")], timeout: 120)
+        _ = try? runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-i", dir.file("long.mp4"),
+                                                "-c", "copy", "-movflags", "+faststart", dir.file("long-faststart.mp4")])
+        for name in ["fragmented.mp4", "audio-only.m4a", "two-audio.mp4", "sample.webm"] {
+            try? FileManager.default.copyItem(atPath: MediaFixtures.samples + "/" + name, toPath: dir.file(name))
+        }
+        return dir
+    }()
+}
