@@ -10,17 +10,22 @@ final class ProgressBar: @unchecked Sendable {
         enabled = !quiet && isatty(STDERR_FILENO) != 0
     }
 
-    /// `done` of `total` bytes, plus a free-form detail (e.g. "3/7 ranges").
+    /// `done` of `total` bytes, plus a free-form detail (e.g. "3 ranges"), the rate and an ETA.
     func update(done: Int64, total: Int64, detail: String) {
-        guard enabled else { return }
         let elapsed = Date().timeIntervalSince(started)
-        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
-        let width = 24
-        let filled = Int(fraction * Double(width))
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         let eta = rate > 0 && total > done ? String(format: " ETA %.0fs", Double(total - done) / rate) : ""
+        update(fraction: total > 0 ? Double(done) / Double(total) : 1,
+               text: "\(Console.humanBytes(done))/\(Console.humanBytes(total))  \(detail)  \(Console.humanBytes(Int64(rate)))/s\(eta)")
+    }
+
+    /// A bar filled to `fraction` followed by `text`.
+    func update(fraction: Double, text: String) {
+        guard enabled else { return }
+        let width = 24
+        let filled = Int(min(1, max(0, fraction)) * Double(width))
         let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
-            + "\(Console.humanBytes(done))/\(Console.humanBytes(total))  \(detail)  \(Console.humanBytes(Int64(rate)))/s\(eta)\u{1B}[K"
+            + text + "\u{1B}[K"
         lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
     }
 

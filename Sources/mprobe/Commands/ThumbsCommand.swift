@@ -45,19 +45,24 @@ enum ThumbsCommand: Command {
         let folders = folderNames(inputs)
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
-        let progress = ThumbsProgress(inputs: inputs.count, perInput: 0)
+        let progress = ThumbsProgress()
         let maker = thumbnailer
         var failures: [ExitCode] = []
         Batch.run(Array(inputs.indices).map(String.init), jobs: try jobsOption(args), work: { key in
             let i = Int(key)!
             return Result { () throws -> (ThumbnailSet, String) in
+                @Sendable func show() {
+                    let (thumbnails, done) = progress.counts
+                    bar.update(fraction: Double(done) / Double(inputs.count),
+                               text: "\(done)/\(inputs.count) inputs, \(thumbnails) thumbnails")
+                }
+                defer { progress.inputDone(); show() }
                 let set = try maker.make(inputs[i], session: session) { _ in
-                    let (done, total) = progress.thumbnailDone()
-                    bar.update(done: Int64(done), total: Int64(max(done, total)), detail: "thumbnails, \(progress.inputsDone)/\(inputs.count) inputs")
+                    progress.thumbnailDone()
+                    show()
                 }
                 let dir = inputs.count == 1 ? out : out + "/" + folders[i]
                 try ThumbsOutput.write(set, to: dir, sprite: sprite)
-                progress.inputDone()
                 return (set, dir)
             }
         }, emit: { i, _, result in
@@ -149,11 +154,9 @@ final class ThumbsProgress: @unchecked Sendable {
     private let lock = NSLock()
     private var thumbnails = 0
     private var inputs = 0
-    private let inputCount: Int
 
-    init(inputs: Int, perInput: Int) { inputCount = inputs }
-
-    func thumbnailDone() -> (Int, Int) { lock.withLock { thumbnails += 1; return (thumbnails, thumbnails) } }
+    func thumbnailDone() { lock.withLock { thumbnails += 1 } }
     func inputDone() { lock.withLock { inputs += 1 } }
-    var inputsDone: Int { lock.withLock { inputs } }
+    /// Thumbnails made and inputs finished so far.
+    var counts: (Int, Int) { lock.withLock { (thumbnails, inputs) } }
 }
