@@ -8,7 +8,9 @@ final class Decoder {
 
     /// The corresponding FFmpeg functions are `avcodec_find_decoder`, `avcodec_parameters_to_context`
     /// and `avcodec_open2`.
-    init(stream: UnsafeMutablePointer<AVStream>, threads: Int32 = 0) throws {
+    /// `sliceThreadsOnly`: threads that work inside one frame, with no frame of delay — for
+    /// decoding single key frames; otherwise frame and slice threads as libavcodec picks.
+    init(stream: UnsafeMutablePointer<AVStream>, sliceThreadsOnly: Bool = false) throws {
         let par = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
             let name = avcodec_get_name(par.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
@@ -22,7 +24,8 @@ final class Decoder {
         frame = try Frame()
         try FFmpegError.check(avcodec_parameters_to_context(ctx, par), "avcodec_parameters_to_context")
         ctx.pointee.pkt_timebase = stream.pointee.time_base
-        ctx.pointee.thread_count = threads
+        ctx.pointee.thread_count = 0 // as many as there are cores
+        if sliceThreadsOnly { ctx.pointee.thread_type = FF_THREAD_SLICE }
         try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2")
     }
 

@@ -75,7 +75,7 @@ public struct Thumbnailer: Sendable {
         prefetcher.connections = connections
         try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
 
-        let decoder = try Decoder(stream: stream, threads: 1)
+        let decoder = try Decoder(stream: stream, sliceThreadsOnly: !options.accurate)
         context.discardAllStreams(except: video)
         let scaler = Scaler()
         var made: [Thumbnail] = []
