@@ -1,5 +1,28 @@
-# Shared helpers for the benchmarks: a loopback nginx with a byte-counting access log.
-# Sourced by the bench scripts; needs the packages from scripts/deps.sh.
+# Shared helpers for the benchmarks: a loopback nginx with a byte-counting access log, the latency
+# proxy, the release build. Sourced by the bench scripts from the repository root.
+
+# Installs what is missing and builds mprobe in release mode; sets M to the binary.
+bench_prepare() {
+    source scripts/deps.sh
+    mprobe_install_deps
+    swift build -c release --product mprobe >&2
+    M=$PWD/.build/release/mprobe
+}
+
+# Makes the 10-minute samples if needed (LARGE), a work folder (WORK), and starts nginx over
+# LARGE and the latency proxy (60 ms, 50 Mbit/s) in front of it (PROXY_PORT); all go on exit.
+bench_start_large() {
+    LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
+    Samples/make-large.sh "$LARGE" >&2
+    WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
+    PROXY_PID=""
+    trap 'bench_stop_nginx; [ -n "$PROXY_PID" ] && kill $PROXY_PID; rm -rf "$WORK"' EXIT
+    bench_start_nginx "$LARGE" "$WORK/nginx"
+    PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" 60 50 &
+    PROXY_PID=$!
+    sleep 0.5
+}
 
 bench_start_nginx() { # ROOT WORKDIR -> sets NGINX_PORT, NGINX_LOG
     local root="$1" work="$2"

@@ -7,22 +7,10 @@
 # Usage: bench/probe.sh [ROUNDS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/deps.sh
-mprobe_install_deps
 source bench/lib.sh
-swift build -c release --product mprobe >&2
-M=$PWD/.build/release/mprobe
+bench_prepare
 ROUNDS=${1:-3}
-LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
-Samples/make-large.sh "$LARGE" >&2
-WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
-PROXY_PID=""
-trap 'bench_stop_nginx; [ -n "$PROXY_PID" ] && kill $PROXY_PID; rm -rf "$WORK"' EXIT
-bench_start_nginx "$LARGE" "$WORK/nginx"
-PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" 60 50 &
-PROXY_PID=$!
-sleep 0.5
+bench_start_large
 
 run() { # NAME PORT FILE TOOL -> prints a table row
     local port=$2 file=$3 tool=$4 url="http://127.0.0.1:$2/$3" t

@@ -6,11 +6,8 @@
 # Usage: bench/spine.sh [SIZE_MB]   (results are printed as a Markdown table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/deps.sh
-mprobe_install_deps
 source bench/lib.sh
-swift build -c release --product mprobe >&2
-M=$PWD/.build/release/mprobe
+bench_prepare
 SIZE_MB=${1:-200}
 WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
 trap 'bench_stop_nginx; rm -rf "$WORK"' EXIT

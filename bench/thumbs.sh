@@ -6,21 +6,9 @@
 # Usage: bench/thumbs.sh [--no-proxy-onepass]   (the one-pass run moves 160 MB: ~26 s through the proxy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/deps.sh
-mprobe_install_deps
 source bench/lib.sh
-swift build -c release --product mprobe >&2
-M=$PWD/.build/release/mprobe
-LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
-Samples/make-large.sh "$LARGE" >&2
-WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
-PROXY_PID=""
-trap 'bench_stop_nginx; [ -n "$PROXY_PID" ] && kill $PROXY_PID; rm -rf "$WORK"' EXIT
-bench_start_nginx "$LARGE" "$WORK/nginx"
-PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" 60 50 &
-PROXY_PID=$!
-sleep 0.5
+bench_prepare
+bench_start_large
 DURATION=600
 TIMES=$(python3 -c "print(' '.join(str(i * $DURATION // 10) for i in range(10)))")
 

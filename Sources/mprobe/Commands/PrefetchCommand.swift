@@ -52,7 +52,7 @@ enum PrefetchCommand: Command {
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json || inputs.count > 1)
         let fetcher = prefetcher
-        var failures: [ExitCode] = []
+        var failures = BatchFailures(json: options.json)
         Batch.run(inputs, jobs: jobs, work: { input in
             Result { () throws -> Outcome in
                 let started = Date()
@@ -81,15 +81,9 @@ enum PrefetchCommand: Command {
                 Console.out(options.json ? PrefetchOutput.json(outcome, planOnly: planOnly).text
                                          : PrefetchOutput.human(outcome, planOnly: planOnly))
             case .failure(let error):
-                failures.append(ExitCode.forError(error))
-                Console.error(ProbeOutput.errorLine(input: input, error: error))
-                if options.json {
-                    Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
-                                             ("exit_code", .int(Int(ExitCode.forError(error).rawValue)))]).text)
-                }
+                failures.report(input: input, error: error)
             }
         })
-        if failures.isEmpty { return .success }
-        return inputs.count == 1 ? failures[0] : .partialFailure
+        return failures.exitCode(inputs: inputs.count)
     }
 }

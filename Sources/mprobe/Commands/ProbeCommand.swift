@@ -39,17 +39,14 @@ enum ProbeCommand: Command {
         let options = GlobalOptions(args)
         let inputs = try Batch.inputs(operands: args.positionals, listFile: args.value("i"))
         guard !inputs.isEmpty else { throw UsageError("probe needs at least one URL or path") }
-        let jobs = try args.value("jobs").map { text -> Int in
-            guard let n = Int(text), n >= 1 else { throw UsageError("-j needs a positive number, got '\(text)'") }
-            return n
-        } ?? 4
+        let jobs = try jobsOption(args)
         let verbose = args.flag("verbose")
         if verbose { FFmpegLog.showWarnings() }
         let session = try options.session()
         var prober = Prober()
         prober.fast = args.flag("fast")
         let probe = prober
-        var failures: [ExitCode] = []
+        var failures = BatchFailures(json: options.json)
         Batch.run(inputs, jobs: jobs, work: { input in
             Result { try probe.probe(input, session: session) }
         }, emit: { _, input, result in
@@ -62,15 +59,9 @@ enum ProbeCommand: Command {
                     Console.out(ProbeOutput.human(r, verbose: verbose))
                 }
             case .failure(let error):
-                failures.append(ExitCode.forError(error))
-                Console.error(ProbeOutput.errorLine(input: input, error: error))
-                if options.json {
-                    Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
-                                             ("exit_code", .int(Int(ExitCode.forError(error).rawValue)))]).text)
-                }
+                failures.report(input: input, error: error)
             }
         })
-        if failures.isEmpty { return .success }
-        return inputs.count == 1 ? failures[0] : .partialFailure
+        return failures.exitCode(inputs: inputs.count)
     }
 }

@@ -47,7 +47,7 @@ enum ThumbsCommand: Command {
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
         let progress = ThumbsProgress()
         let maker = thumbnailer
-        var failures: [ExitCode] = []
+        var failures = BatchFailures(json: options.json)
         Batch.run(Array(inputs.indices).map(String.init), jobs: try jobsOption(args), work: { key in
             let i = Int(key)!
             return Result { () throws -> (ThumbnailSet, String) in
@@ -75,16 +75,10 @@ enum ThumbsCommand: Command {
                                          : ThumbsOutput.human(set, dir: dir, sprite: sprite != nil))
             case .failure(let error):
                 bar.finish()
-                failures.append(ExitCode.forError(error))
-                Console.error(ProbeOutput.errorLine(input: input, error: error))
-                if options.json {
-                    Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
-                                             ("exit_code", .int(Int(ExitCode.forError(error).rawValue)))]).text)
-                }
+                failures.report(input: input, error: error)
             }
         })
-        if failures.isEmpty { return .success }
-        return inputs.count == 1 ? failures[0] : .partialFailure
+        return failures.exitCode(inputs: inputs.count)
     }
 
     static func thumbnailOptions(_ args: Arguments) throws -> ThumbnailOptions {
