@@ -119,6 +119,15 @@ final class ThumbnailTests: XCTestCase {
                                                    "-t", "2", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", tenBit.file("10bit.mp4")])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(try two.make(tenBit.file("10bit.mp4"), session: session).thumbnails.count, 2, "10-bit video")
+
+        // A very large frame (8K): decoded one at a time, scaled down, the picture is the output size.
+        let big = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                                                     "testsrc2=size=7680x4320:rate=5", "-t", "0.4", "-c:v", "libx264",
+                                                     "-preset", "ultrafast", tenBit.file("8k.mp4")], timeout: 120)
+        XCTAssertEqual(big.status, 0, big.stderr)
+        let huge = try two.make(tenBit.file("8k.mp4"), session: session)
+        XCTAssertEqual(huge.thumbnails.first?.image.width, 320)
+        XCTAssertEqual(huge.thumbnails.first?.image.height, 180)
     }
 
     func testCorpusVideoFilesGiveThumbnailsOrAClearError() throws {
