@@ -6,12 +6,12 @@ enum CLI {
     static let commands: [any Command.Type] = [ProbeCommand.self, PrefetchCommand.self, CheckCommand.self, ThumbsCommand.self, CatCommand.self, CacheCommand.self]
 
 static func mainHelp() -> String {
-    let list = commands.map { "  \($0.name.padding(toLength: 8, withPad: " ", startingAt: 0))\($0.summary)" }
+    let list = commands.map { "  \($0.name.padding(toLength: 10, withPad: " ", startingAt: 0))\($0.summary)" }
         .joined(separator: "\n")
     let codes = ExitCode.allCases.map { "  \(String($0.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0))\($0.meaning)" }
         .joined(separator: "\n")
     return """
-        mprobe — probe, prefetch and cache remote media with exact HTTP range requests
+        mprobe — probe, prefetch, check and thumbnail remote media with exact HTTP range requests
 
         Usage: mprobe URL|PATH...          probe (see mprobe help probe)
                mprobe COMMAND [options]
