@@ -80,6 +80,16 @@ public final class ByteCache: Sendable {
         }
     }
 
+    /// Removes the row of `key` if it has no ranges and no validators (nothing was ever learnt).
+    func removeIfEmpty(key: String) throws {
+        try index.withLock { db in
+            guard let state = try ByteCache.loadEntryState(db: db, key: key), state.ranges.isEmpty,
+                  state.validators == ResourceValidators() else { return }
+            try ByteCache.deleteRow(db: db, id: state.identity.id)
+            unlink(dataPath(id: state.identity.id, generation: state.identity.generation))
+        }
+    }
+
     /// Removes every resource and every data file, including orphans left by crashed writers.
     public func clear() throws {
         try index.withLock { db in

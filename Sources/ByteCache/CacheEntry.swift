@@ -33,6 +33,9 @@ public final class CacheEntry: RangeStore {
     deinit {
         try? commit()
         try? cache.flushCounters()
+        // An entry that never heard from the origin (a 404, an unreachable host) leaves no row behind.
+        let untouched = state.withLock { $0.committed.isEmpty && $0.validators == ResourceValidators() }
+        if untouched { try? cache.removeIfEmpty(key: key) }
     }
 
     /// Finds or creates the row, opens its data file with the shared lock, and checks the row

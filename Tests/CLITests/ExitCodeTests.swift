@@ -26,6 +26,8 @@ final class ExitCodeTests: CLITestCase {
         server.route("/forbidden", .status(403))
         let r404 = try mprobe(["cat", server.url("/missing"), "--cache-dir", cacheDir], expect: 3)
         XCTAssertTrue(r404.stderr.contains("HTTP 404") && r404.stderr.contains(server.url("/missing")), r404.stderr)
+        let ls = try mprobe(["cache", "ls", "--json", "--cache-dir", cacheDir])
+        XCTAssertEqual(ls.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines), "[]", "a 404 leaves no cache entry")
         XCTAssertTrue(try mprobe(["cat", server.url("/forbidden"), "--cache-dir", cacheDir], expect: 3).stderr.contains("HTTP 403"))
         let port = server.port
         server.stop()
