@@ -20,6 +20,8 @@ public final class CacheEntry: RangeStore {
         var committed: ByteRangeSet
         var pending: ByteRangeSet
         var pendingBytes: Int64 = 0
+        /// Bumped whenever `file` changes: see `RangeStore.version`.
+        var epoch: Int64 = 0
     }
     private let state: Mutex<State>
 
@@ -40,7 +42,7 @@ public final class CacheEntry: RangeStore {
 
     /// Finds or creates the row, opens its data file with the shared lock, and checks the row
     /// was not evicted or regenerated in between (else tries again with the new row).
-    private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
+    private static func attach(cache: ByteCache, key: String, url: String, epoch: Int64 = 0) throws -> State {
         while true {
             let row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
             let path = cache.dataPath(id: row.id, generation: row.generation)
@@ -48,7 +50,7 @@ public final class CacheEntry: RangeStore {
             let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
             if let loaded, loaded.identity == row {
                 return State(file: file, identity: row, validators: loaded.validators,
-                             committed: loaded.ranges, pending: ByteRangeSet())
+                             committed: loaded.ranges, pending: ByteRangeSet(), epoch: epoch)
             }
             unlink(path) // evicted while we opened it: this file belongs to no row
         }
@@ -71,7 +73,7 @@ public final class CacheEntry: RangeStore {
         try state.withLock { s in
             guard let loaded = try cache.index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
                   loaded.identity == s.identity else {
-                s = try CacheEntry.attach(cache: cache, key: key, url: url)
+                s = try CacheEntry.attach(cache: cache, key: key, url: url, epoch: s.epoch + 1)
                 return
             }
             s.committed = loaded.ranges
@@ -91,6 +93,7 @@ public final class CacheEntry: RangeStore {
                 s.file = try DataFile(path: cache.dataPath(id: loaded.identity.id, generation: loaded.identity.generation))
                 s.pending = ByteRangeSet()
                 s.pendingBytes = 0
+                s.epoch += 1
             }
             s.identity = loaded.identity
             s.validators = loaded.validators
@@ -99,18 +102,23 @@ public final class CacheEntry: RangeStore {
         }
     }
 
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        let (file, due) = state.withLock { s -> (DataFile, Bool) in
-            (s.file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes)
+    public var version: Int64 { state.withLock { $0.epoch } }
+
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, version: Int64) throws -> Bool {
+        let target = state.withLock { s -> (DataFile, Bool)? in
+            s.epoch == version ? (s.file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes) : nil
         }
+        guard let (file, due) = target else { return false }
         try file.write(bytes, at: offset)
-        state.withLock { s in
-            // Only record the range if the file is still the current one.
-            guard s.file === file else { return }
+        let recorded = state.withLock { s -> Bool in
+            // The file may have been replaced while we wrote: then these bytes belong to no one.
+            guard s.epoch == version else { return false }
             s.pending.insert(offset..<offset + Int64(bytes.count))
             s.pendingBytes += Int64(bytes.count)
+            return true
         }
-        if due { try commit() }
+        if due && recorded { try commit() }
+        return recorded
     }
 
     public func commit() throws {
@@ -122,7 +130,7 @@ public final class CacheEntry: RangeStore {
             s.pendingBytes = 0
             guard let merged else {
                 // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
-                s = try CacheEntry.attach(cache: cache, key: key, url: url)
+                s = try CacheEntry.attach(cache: cache, key: key, url: url, epoch: s.epoch + 1)
                 return false
             }
             s.committed = merged

@@ -13,8 +13,13 @@ public protocol RangeStore: AnyObject, Sendable {
     /// in which case all stored bytes have been dropped.
     @discardableResult
     func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool
-    /// Stores bytes at their true offset. They are readable at once and durable after `commit()`.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws
+    /// Changes whenever the stored content is replaced (new validators, a new data file): a
+    /// transfer remembers it when its response arrives and writes with it.
+    var version: Int64 { get }
+    /// Stores bytes at their true offset if the store is still at `version`; returns false (and
+    /// stores nothing) when the content was replaced meanwhile, so old and new never mix.
+    /// Stored bytes are readable at once and durable after `commit()`.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, version: Int64) throws -> Bool
     /// Makes written bytes durable and records their ranges.
     func commit() throws
     /// Copies available bytes starting at `offset`; returns how many (0 if `offset` is not available).

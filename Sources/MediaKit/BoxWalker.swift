@@ -118,7 +118,7 @@ public struct BoxWalker: Sendable {
             layout.damaged = "box '\(type)' at offset \(offset) has an impossible size \(boxSize)"
             return nil
         }
-        if offset + boxSize > fileSize {
+        if boxSize > fileSize - offset { // offset <= fileSize, so this cannot overflow
             layout.damaged = "box '\(type)' at offset \(offset) claims \(boxSize) bytes but the file ends at \(fileSize)"
             return BoxHeader(type: type, offset: offset, size: fileSize - offset, headerSize: headerSize)
         }

@@ -30,15 +30,16 @@ public final class FormatContext {
             // avformat_open_input freed the context; the bridge (our AVIOContext) goes with self.
             throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)
         }
-        pointer = opened
         if findStreamInfo {
             let rc = avformat_find_stream_info(opened, nil)
             if rc < 0 {
+                // Closed here, before `pointer` is set: a throwing init must not leave it to deinit too.
                 var context: UnsafeMutablePointer<AVFormatContext>? = opened
                 avformat_close_input(&context)
                 throw FormatContext.failure(rc, "avformat_find_stream_info", bridge: bridge)
             }
         }
+        pointer = opened
     }
 
     deinit {

@@ -10,6 +10,8 @@ public struct ThumbnailOptions: Sendable {
     }
 
     public var times: Times = .count(20)
+    /// At most this many thumbnails per input, however the times are given.
+    public static let maxCount = 10_000
     /// Output size; with neither set the width is 320 and the height keeps the display aspect;
     /// with both the picture fits inside the box.
     public var width: Int?
@@ -26,10 +28,10 @@ public struct ThumbnailOptions: Sendable {
         switch times {
         case .every(let step):
             guard step > 0 else { return [0] }
-            return stride(from: 0, to: max(duration, step / 2), by: step).map { $0 }
+            return Array(stride(from: 0, to: max(duration, step / 2), by: step).prefix(ThumbnailOptions.maxCount))
         case .count(let n):
             guard n > 0 else { return [] }
-            return (0..<n).map { Double($0) * duration / Double(n) }
+            return (0..<min(n, ThumbnailOptions.maxCount)).map { Double($0) * duration / Double(n) }
         case .at(let list):
             return list
         }
@@ -38,7 +40,7 @@ public struct ThumbnailOptions: Sendable {
     /// Output size for a picture displayed at `displayWidth` × `displayHeight`: even numbers, as
     /// 4:2:0 encoders want.
     func outputSize(displayWidth: Double, displayHeight: Double) -> (Int, Int) {
-        func even(_ v: Double) -> Int { max(2, Int((v / 2).rounded()) * 2) }
+        func even(_ v: Double) -> Int { max(2, Int((min(v, 8192) / 2).rounded()) * 2) } // bounded memory
         let aspect = displayWidth / max(displayHeight, 1)
         switch (width, height) {
         case let (w?, h?):

@@ -168,7 +168,8 @@ public struct Thumbnailer: Sendable {
         let f = frame.pointee
         var sar = f.sample_aspect_ratio
         if sar.num <= 0 || sar.den <= 0 { sar = stream.pointee.sample_aspect_ratio }
-        let aspect = sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+        var aspect = sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+        if !(1.0 / 16...16).contains(aspect) { aspect = 1 } // a damaged SAR must not make a huge picture
         let rotation = mp_stream_rotation(stream)
         // FFmpeg's display matrix angle is counter-clockwise; players turn the picture back clockwise.
         let clockwise = rotation.isNaN ? 0 : ((Int((-rotation).rounded()) % 360) + 360) % 360

@@ -4,15 +4,20 @@ import RangeFetch
 import Synchronization
 
 /// Everything one job needs to open inputs: the cache (or none), the fetcher, offline mode,
-/// readahead and cancellation. Sources it opens for the same remote input are shared, so
-/// concurrent readers of one resource share fetches.
+/// readahead and cancellation. While a source for a remote input is in use, opening the same
+/// input again returns it, so concurrent readers of one resource share fetches; the session holds
+/// sources weakly, so a finished job's cache entry (its file and its lock) is released at once.
 public final class MediaSession: Sendable {
     public let cache: ByteCache?
     public let fetcher: RangeFetcher
     public let offline: Bool
     public let readahead: ReadaheadPolicy
     public let cancellation: Cancellation
-    private let remotes = Mutex<[String: RemoteSource]>([:])
+    private let remotes = Mutex<[String: WeakSource]>([:])
+
+    private struct WeakSource {
+        weak var source: RemoteSource?
+    }
 
     public init(cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
                 readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation()) {
@@ -52,10 +57,11 @@ public final class MediaSession: Sendable {
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
             return try remotes.withLock { remotes in
-                if let existing = remotes[url] { return existing }
+                if let existing = remotes[url]?.source { return existing }
                 let source = try RemoteSource(input: url, fetcher: fetcher, cache: cache, offline: offline,
                                               readahead: readahead, cancellation: cancellation)
-                remotes[url] = source
+                remotes = remotes.filter { $0.value.source != nil }
+                remotes[url] = WeakSource(source: source)
                 return source
             }
         }

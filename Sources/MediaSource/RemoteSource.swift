@@ -92,7 +92,10 @@ public final class RemoteSource: MediaSource {
             if gap.lowerBound == previousGap { return }
             previousGap = gap.lowerBound
             if offline { throw SourceError.offlineMiss(input: input, range: gap) }
-            guard let claimed = inflight.claim(gap) else { continue } // fetched by another thread meanwhile
+            guard let claimed = inflight.claim(gap) else {
+                previousGap = nil // another thread fetched (or failed to fetch) it: look again
+                continue
+            }
             defer { inflight.release(claimed) }
             guard try fetch(claimed) != nil else { return } // the resource ends before the gap
             if let size = state.withLock({ $0.size }) { wanted = wanted.clamped(to: 0..<size) }
@@ -114,9 +117,10 @@ public final class RemoteSource: MediaSource {
         let (store, window, knownSize, limit) = state.withLock { s in
             (s.store, s.readahead.windowForMiss(at: offset), s.size, s.readaheadLimit)
         }
-        var end = offset + window
+        if let knownSize, offset >= knownSize { return nil } // the size shrank meanwhile: EOF
+        var end = offset.saturatingAdd(window)
         if let limit, limit > offset { end = min(end, limit) }
-        end = max(end, offset + minimum)
+        end = max(end, offset.saturatingAdd(minimum))
         if let knownSize { end = min(end, knownSize) }
         // Never fetch what is stored: stop at the next present byte.
         if let gap = store.available.gaps(in: offset..<end).first, gap.lowerBound == offset {
@@ -128,19 +132,31 @@ public final class RemoteSource: MediaSource {
         return try fetch(claimed)
     }
 
+    /// Fetches `range` into the store. Returns the bytes received (0 when the content changed
+    /// under the transfer and its bytes were refused), or nil when the resource ends before `range`.
     private func fetch(_ range: Range<Int64>) throws -> Int64? {
         var tally = FetchCounters()
         var stored: Int64 = 0 // counted live, for progress
-        let validators = store.validators
+        var deliveredEnd: Int64 = 0
+        // The store and its version as this transfer's response left them: bytes go there only.
+        var target = state.withLock { ($0.store, $0.store.version) }
+        let validators = target.0.validators
         let outcome: FetchOutcome
         do {
             outcome = try fetcher.fetch(url: input, range: range, ifRange: validators.etag ?? validators.lastModified,
                                         cancellation: cancellation, tally: &tally,
-                                        onResponse: { try self.accept($0) },
+                                        onResponse: { info in
+                                            try self.accept(info)
+                                            target = self.state.withLock { ($0.store, $0.store.version) }
+                                        },
                                         onData: { offset, bytes in
-                                            try self.store(bytes, at: offset)
+                                            guard try self.store(bytes, at: offset, into: target) else { throw StaleTransfer() }
                                             stored += Int64(bytes.count)
+                                            deliveredEnd = max(deliveredEnd, offset + Int64(bytes.count))
                                         })
+        } catch is StaleTransfer {
+            count(tally, alreadyCounted: stored)
+            return 0 // newer content arrived through another transfer: the caller looks again
         } catch {
             count(tally, alreadyCounted: stored)
             throw error
@@ -148,23 +164,38 @@ public final class RemoteSource: MediaSource {
         count(tally, alreadyCounted: stored)
         try store.commit()
         switch outcome {
-        case .delivered:
-            return tally.bytesReceived
+        case .delivered(let info):
+            guard store.available.coveredLength(from: range.lowerBound) == 0 else { return tally.bytesReceived }
+            // Nothing arrived for the range itself. A whole body of unknown length (a server that
+            // ignores ranges) that ended before it means the resource ends there; else the server lies.
+            guard info.rangeIgnored, info.totalSize == nil, deliveredEnd <= range.lowerBound else {
+                throw SourceError.inconsistentOrigin(input: input, detail:
+                    "the server answered bytes \(range.lowerBound)-\(range.upperBound - 1) without sending them")
+            }
+            try endsAt(deliveredEnd)
+            return nil
         case .pastEnd(let total):
-            // The resource ends before `range`: remember where, so reads there are EOF.
-            let size = total ?? range.lowerBound
-            try store.applyValidators(ResourceValidators(size: size), contentType: nil)
-            state.withLock { $0.size = size }
+            try endsAt(total ?? range.lowerBound)
             return nil
         }
     }
 
-    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        try store.write(bytes, at: offset)
+    /// The resource ends at `size`: remember it, so reads there are EOF.
+    private func endsAt(_ size: Int64) throws {
+        try store.applyValidators(ResourceValidators(size: size), contentType: nil)
+        state.withLock { $0.size = size }
+    }
+
+    private struct StaleTransfer: Error {}
+
+    /// Stores a piece of a transfer if `target` is still the current store at the same version.
+    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, Int64)) throws -> Bool {
+        guard target.0 === store, try target.0.write(bytes, at: offset, version: target.1) else { return false }
         state.withLock {
             $0.fetchedHere.insert(offset..<offset + Int64(bytes.count))
             $0.counters.bytesFetched += Int64(bytes.count)
         }
+        return true
     }
 
     /// Adds a finished fetch's requests and connections, and the received bytes not yet counted
@@ -198,5 +229,13 @@ public final class RemoteSource: MediaSource {
             state.withLock { $0.store = memory }
             try cache.remove(url: input)
         }
+    }
+}
+
+extension Int64 {
+    /// `self + other`, or `Int64.max` where that would overflow (offsets from damaged files).
+    func saturatingAdd(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

@@ -57,9 +57,12 @@ struct Arguments {
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name] }
 
-    func double(_ name: String) throws -> Double? {
+    /// A number in 0...`maximum` (the default allows any time in seconds up to ~30 years).
+    func double(_ name: String, maximum: Double = 1e9) throws -> Double? {
         guard let v = values[name] else { return nil }
-        guard let d = Double(v), d >= 0, d.isFinite else { throw UsageError("--\(name) needs a non-negative number, got '\(v)'") }
+        guard let d = Double(v), d >= 0, d <= maximum else {
+            throw UsageError("--\(name) needs a number from 0 to \(Int(maximum)), got '\(v)'")
+        }
         return d
     }
 }
@@ -72,7 +75,7 @@ func parseByteSize(_ text: String) -> Int64? {
                                     ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
     for (suffix, factor) in units where t.hasSuffix(suffix) {
         guard let n = Double(t.dropLast(suffix.count)), n >= 0 else { return nil }
-        return Int64(n * Double(factor))
+        return Int64(exactly: (n * Double(factor)).rounded()).flatMap { $0 < 1 << 62 ? $0 : nil }
     }
     return Int64(t).flatMap { $0 >= 0 ? $0 : nil }
 }

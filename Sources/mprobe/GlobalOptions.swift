@@ -53,7 +53,7 @@ struct GlobalOptions {
 
     func fetchOptions() throws -> FetchOptions {
         var options = FetchOptions()
-        if let timeout = try args.double("timeout") {
+        if let timeout = try args.double("timeout", maximum: 86_400) {
             guard timeout > 0 else { throw UsageError("--timeout must be positive") }
             options.timeout = timeout
         }

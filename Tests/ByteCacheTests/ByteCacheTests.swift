@@ -5,7 +5,8 @@ import XCTest
 
 final class ByteCacheTests: XCTestCase {
     private func write(_ entry: CacheEntry, _ bytes: [UInt8], at offset: Int64) throws {
-        try bytes.withUnsafeBytes { try entry.write($0, at: offset) }
+        let version = entry.version
+        XCTAssertTrue(try bytes.withUnsafeBytes { try entry.write($0, at: offset, version: version) })
     }
 
     private func read(_ entry: CacheEntry, at offset: Int64, count: Int) throws -> [UInt8] {
@@ -59,6 +60,26 @@ final class ByteCacheTests: XCTestCase {
         XCTAssertTrue(try cache.presentRanges(for: "http://o.test/v").isEmpty)
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path + "/data")
         XCTAssertEqual(files.count, 1, "data files of old versions are removed: \(files)")
+    }
+
+    func testWritesOfAReplacedVersionAreRefused() throws {
+        let dir = try TempDirectory()
+        let cache = try ByteCache(directory: dir.path)
+        let entry = try cache.entry(for: "http://o.test/r")
+        try entry.applyValidators(ResourceValidators(size: 10, etag: "\"1\""), contentType: nil)
+        let old = entry.version
+        // Another transfer learns that the content changed...
+        XCTAssertTrue(try entry.applyValidators(ResourceValidators(size: 10, etag: "\"2\""), contentType: nil))
+        XCTAssertNotEqual(entry.version, old)
+        // ...so a transfer still streaming the old version cannot add its bytes.
+        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try entry.write($0, at: 0, version: old) })
+        try entry.commit()
+        XCTAssertTrue(entry.available.isEmpty)
+        let store = MemoryRangeStore()
+        let memoryOld = store.version
+        try store.applyValidators(ResourceValidators(etag: "a"), contentType: nil)
+        try store.applyValidators(ResourceValidators(etag: "b"), contentType: nil)
+        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try store.write($0, at: 0, version: memoryOld) })
     }
 
     func testPluggableKeyLetsSignedURLsShareAnEntry() throws {
@@ -140,7 +161,7 @@ final class ByteCacheTests: XCTestCase {
     func testMemoryStoreIsBounded() throws {
         let store = MemoryRangeStore(capacity: 1000)
         for i in 0..<5 {
-            try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes { try store.write($0, at: Int64(i * 400)) }
+            _ = try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes { try store.write($0, at: Int64(i * 400), version: store.version) }
         }
         XCTAssertEqual(store.available.ranges, [1200..<2000], "only the newest bytes that fit are kept")
         var out = [UInt8](repeating: 0, count: 500)

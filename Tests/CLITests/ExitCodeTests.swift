@@ -19,6 +19,13 @@ final class ExitCodeTests: CLITestCase {
         XCTAssertTrue(try mprobe(["cat", "gopher://127.0.0.1/x"], expect: 2).stderr.contains("unsupported"))
         try mprobe(["cache", "explode", "--cache-dir", cacheDir], expect: 2)
         try mprobe([], expect: 2)
+        // Extreme values are usage errors, not crashes.
+        try mprobe(["cat", "x", "--max-cache-size", "1e30G"], expect: 2)
+        try mprobe(["cat", "x", "--timeout", "1e300"], expect: 2)
+        try mprobe(["cat", "x", "--range", "0-9223372036854775807"], expect: 2)
+        try mprobe(["check", "x", "--start", "1e300"], expect: 2)
+        try mprobe(["thumbs", "x", "--at", "1e300"], expect: 2)
+        try mprobe(["thumbs", "x", "--every", "0.0000001"], expect: 2)
     }
 
     func testNetworkErrorsExitThree() throws {

@@ -91,6 +91,17 @@ final class ProbeRemoteTests: XCTestCase {
         }
     }
 
+    func testAHugeBoxSizeIsAnErrorNotACrash() throws {
+        // ftyp, then a 64-bit mdat size of Int64.max: walking must not overflow.
+        var bytes: [UInt8] = [0, 0, 0, 16] + Array("ftypisom".utf8) + [0, 0, 2, 0]
+        bytes += [0, 0, 0, 1] + Array("mdat".utf8) + [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 64)
+        let path = dir.file("huge-box.mp4")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        XCTAssertThrowsError(try Prober().probe(path, session: try MediaFixtures.session(cacheDir: nil))) { error in
+            XCTAssertTrue(error is MediaError, "\(error)")
+        }
+    }
+
     func testCancellationStopsAProbeOfAStalledServer() throws {
         let server = try FaultServer()
         let body = Array(try Data(contentsOf: URL(fileURLWithPath: MediaFixtures.samples + "/moov-at-end.mp4")))

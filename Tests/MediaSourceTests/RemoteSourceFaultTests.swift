@@ -59,6 +59,18 @@ final class RemoteSourceFaultTests: XCTestCase {
         XCTAssertTrue(try cache.presentRanges(for: server.url("/v")).contains(0..<1_100_000), "what arrived was kept")
     }
 
+    func testABodyWithoutLengthEndsTheResourceInsteadOfLooping() throws {
+        let dir = try TempDirectory()
+        let body = randomBytes(300_000, seed: 5)
+        let server = try FaultServer()
+        server.route("/v", .ignoreRangesWithoutLength(body: body))
+        for session in [try session(dir), MediaSession(cache: nil)] {
+            let source = try session.open(server.url("/v"))
+            XCTAssertEqual(try readAll(source, 0..<1_000_000), body, "reads stop at the end of the body")
+            XCTAssertLessThanOrEqual(source.counters.requests, 4)
+        }
+    }
+
     func testDroppedConnectionIsResumedTransparently() throws {
         let dir = try TempDirectory()
         let body = randomBytes(1_000_000, seed: 4)

@@ -128,6 +128,19 @@ final class RemoteSourceTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("cache")))
     }
 
+    func testAFinishedSourceNoLongerPinsItsCacheEntry() throws {
+        try Data(randomBytes(600_000, seed: 3)).write(to: URL(fileURLWithPath: dir.file("www/b.bin")))
+        let session = try session(maxBytes: 1_000_000)
+        do {
+            let first = try session.open(nginx.url("/m.bin"))
+            _ = try read(first, 0..<700_000, chunk: 100_000)
+        }
+        // The first job is over: reading another resource may now evict it to stay under the limit.
+        _ = try read(try session.open(nginx.url("/b.bin")), 0..<600_000, chunk: 100_000)
+        let cache = try ByteCache(directory: dir.file("cache"))
+        XCTAssertEqual(try cache.resources().map(\.url), [nginx.url("/b.bin")])
+    }
+
     func testLocalFilesAreReadDirectly() throws {
         let s = try session()
         for input in [dir.file("www/m.bin"), "file://" + dir.file("www/m.bin")] {

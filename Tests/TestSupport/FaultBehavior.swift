@@ -8,6 +8,9 @@ public indirect enum FaultBehavior: Sendable {
                contentType: String = "application/octet-stream")
     /// A server without range support: always 200 with the whole body, no `Accept-Ranges`.
     case ignoreRanges(body: [UInt8])
+    /// Like `.ignoreRanges`, but HTTP/1.0 style: no Content-Length, the body ends when the
+    /// connection closes, so the client cannot know the size in advance.
+    case ignoreRangesWithoutLength(body: [UInt8])
     /// Just this status with a short text body, plus `Retry-After` when given.
     case status(Int, retryAfter: Int? = nil)
     /// The i-th request (0-based) to the route uses element min(i, count-1): "500 twice then serve".

@@ -60,8 +60,12 @@ struct FaultConnection {
         // is a surprise to the client, not something the server warns about.
         var head = "HTTP/1.1 \(plan.status) \(HTTPStatus.reason(plan.status))\r\n"
         for (name, value) in plan.headers { head += "\(name): \(value)\r\n" }
-        head += "Content-Length: \(plan.contentLength)\r\n"
-        head += "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+        if plan.closeDelimited {
+            head += "Connection: close\r\n\r\n"
+        } else {
+            head += "Content-Length: \(plan.contentLength)\r\n"
+            head += "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+        }
         let headSent = Array(head.utf8).withUnsafeBytes { LoopbackSocket.sendAll(fd, $0) }
         guard headSent else { return false }
         if headOnly { return plan.dropAfter == nil }
@@ -86,6 +90,6 @@ struct FaultConnection {
                 sent = end
             }
         }
-        return ok && plan.dropAfter == nil
+        return ok && plan.dropAfter == nil && !plan.closeDelimited
     }
 }

@@ -13,6 +13,8 @@ struct ResponsePlan {
     var stalls: [(offset: Int, seconds: Double)] = []
     /// Seconds to wait before sending the status line.
     var delay: Double = 0
+    /// No Content-Length: the body ends when the connection closes.
+    var closeDelimited = false
 
     /// The announced Content-Length: always the full selected range, even when a fault
     /// means fewer bytes will actually arrive.
@@ -76,6 +78,11 @@ extension FaultBehavior {
 
         case let .ignoreRanges(body):
             return ResponsePlan(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body)
+
+        case let .ignoreRangesWithoutLength(body):
+            var plan = ResponsePlan(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body)
+            plan.closeDelimited = true
+            return plan
 
         case let .status(code, retryAfter):
             var headers: [(String, String)] = []

@@ -54,7 +54,7 @@ enum CatCommand: Command {
             throw UsageError("--range needs A-B (inclusive byte offsets) or A-, got '\(text)'")
         }
         if parts[1].isEmpty { return first..<Int64.max }
-        guard let last = Int64(parts[1]), last >= first else {
+        guard let last = Int64(parts[1]), last >= first, last < Int64.max else {
             throw UsageError("--range needs A-B with A <= B, got '\(text)'")
         }
         return first..<last + 1

@@ -86,7 +86,7 @@ enum ThumbsCommand: Command {
         let chosen = ["every", "count", "at"].filter { args.value($0) != nil }
         guard chosen.count <= 1 else { throw UsageError("use only one of --every, --count and --at") }
         if let every = try args.double("every") {
-            guard every > 0 else { throw UsageError("--every must be positive") }
+            guard every >= 0.001 else { throw UsageError("--every must be at least 0.001 seconds") }
             o.times = .every(every)
         }
         if let text = args.value("count") {
@@ -95,7 +95,7 @@ enum ThumbsCommand: Command {
         }
         if let text = args.value("at") {
             let times = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-            guard !times.isEmpty, times.allSatisfy({ $0 != nil && $0! >= 0 }) else {
+            guard !times.isEmpty, times.count <= 10_000, times.allSatisfy({ $0 != nil && $0! >= 0 && $0! <= 1e9 }) else {
                 throw UsageError("--at needs seconds separated by commas, e.g. 0,30,60.5; got '\(text)'")
             }
             o.times = .at(times.compactMap { $0 })
