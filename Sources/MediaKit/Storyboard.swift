@@ -11,20 +11,22 @@ public struct Storyboard: Sendable {
     /// `layout` is (columns, rows); nil picks a square-ish grid. The cells are the first
     /// thumbnail's size; each cue runs from its time to the next thumbnail's (the last to `duration`).
     public init(thumbnails: [Thumbnail], duration: Double?, layout: (Int, Int)?, spriteName: String) throws {
-        guard let first = thumbnails.first else { throw MediaError.noTracks(detail: "no thumbnails for a sprite") }
+        guard let first = thumbnails.first?.picture, thumbnails.allSatisfy({ $0.picture != nil }) else {
+            throw MediaError.noTracks(detail: "no decoded pictures for a sprite (ThumbnailOptions.keepPictures)")
+        }
         let n = thumbnails.count
         let columns = layout?.0 ?? Int(Double(n).squareRoot().rounded(.up))
         let rows = layout?.1 ?? (n + columns - 1) / columns
         guard columns * rows >= n else {
             throw MediaError.malformed(input: "sprite", detail: "a \(columns)x\(rows) grid cannot hold \(n) thumbnails")
         }
-        let (w, h) = (first.image.width, first.image.height)
+        let (w, h) = (first.width, first.height)
         var sprite = RGBImage(width: columns * w, height: rows * h)
         var cues = ["WEBVTT", ""]
         let times = thumbnails.map(\.time)
         for (i, thumb) in thumbnails.enumerated() {
             let (x, y) = (i % columns * w, i / columns * h)
-            sprite.paste(thumb.image, x: x, y: y)
+            if let picture = thumb.picture { sprite.paste(picture, x: x, y: y) }
             let end = i + 1 < n ? times[i + 1] : max(duration ?? thumb.time + 1, thumb.time + 0.001)
             cues.append("\(Storyboard.clock(thumb.time)) --> \(Storyboard.clock(max(end, thumb.time + 0.001)))")
             cues.append("\(spriteName)#xywh=\(x),\(y),\(w),\(h)")

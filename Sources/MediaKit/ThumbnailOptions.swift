@@ -20,6 +20,8 @@ public struct ThumbnailOptions: Sendable {
     public var quality = 80
     /// Decode from the key frame up to the exact time instead of taking the key frame itself.
     public var accurate = false
+    /// Keep each decoded picture in memory (`Thumbnail.picture`), as a sprite sheet needs.
+    public var keepPictures = false
 
     public init() {}
 

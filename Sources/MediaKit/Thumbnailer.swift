@@ -7,9 +7,13 @@ import MediaSource
 public struct Thumbnail: Sendable {
     public let time: Double
     public let pts: Double
-    public let image: RGBImage
+    public let width: Int
+    public let height: Int
     public let encoded: [UInt8]
     public let fileName: String
+    /// The decoded picture, kept only with `ThumbnailOptions.keepPictures` (for a sprite sheet):
+    /// a long batch holds just the small encoded files.
+    public let picture: RGBImage?
 }
 
 public struct ThumbnailSet: Sendable {
@@ -79,12 +83,13 @@ public struct Thumbnailer: Sendable {
         context.discardAllStreams(except: video)
         let scaler = Scaler()
         var made: [Thumbnail] = []
-        var cache: [Int64: (pts: Double, image: RGBImage, encoded: [UInt8])] = [:] // by key frame position
+        var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
         for (i, target) in targets.enumerated() {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
             let name = Thumbnailer.fileName(time: target.time, format: options.format)
-            if !options.accurate, let key = target.keyframe, let done = cache[key.position] {
-                made.append(Thumbnail(time: target.time, pts: done.pts, image: done.image, encoded: done.encoded, fileName: name))
+            if !options.accurate, let key = target.keyframe, let same = done[key.position] {
+                made.append(Thumbnail(time: target.time, pts: same.pts, width: same.width, height: same.height,
+                                      encoded: same.encoded, fileName: name, picture: same.picture))
                 progress(i + 1)
                 continue
             }
@@ -98,9 +103,10 @@ public struct Thumbnailer: Sendable {
                 ?? { throw MediaError.malformed(input: input, detail: String(format: "no picture decoded at %.3f s", seekTime)) }()
             let image = try picture(frame.pointer, stream: stream, scaler: scaler)
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
-            let shown = pts - offset
-            if let key = target.keyframe { cache[key.position] = (shown, image, encoded) }
-            made.append(Thumbnail(time: target.time, pts: shown, image: image, encoded: encoded, fileName: name))
+            let thumbnail = Thumbnail(time: target.time, pts: pts - offset, width: image.width, height: image.height,
+                                      encoded: encoded, fileName: name, picture: options.keepPictures ? image : nil)
+            if let key = target.keyframe { done[key.position] = thumbnail }
+            made.append(thumbnail)
             progress(i + 1)
         }
         return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor,

@@ -24,7 +24,7 @@ enum ThumbsOutput {
             ("url", .string(set.input)),
             ("thumbnails", .array(set.thumbnails.map { t in
                 .object([("time", .double(PrefetchOutput.ms(t.time))), ("pts", .double(PrefetchOutput.ms(t.pts))),
-                         ("file", .string(t.fileName)), ("width", .int(t.image.width)), ("height", .int(t.image.height))])
+                         ("file", .string(t.fileName)), ("width", .int(t.width)), ("height", .int(t.height))])
             })),
             ("sprite", .optional(sprite)), ("vtt", .optional(vtt)),
         ])
@@ -41,7 +41,7 @@ enum ThumbsOutput {
     }
 
     static func human(_ set: ThumbnailSet, dir: String, sprite: Bool) -> String {
-        let size = set.thumbnails.first.map { "\($0.image.width)x\($0.image.height)" } ?? "-"
+        let size = set.thumbnails.first.map { "\($0.width)x\($0.height)" } ?? "-"
         var line = "\(set.input) → \(dir)/: \(set.thumbnails.count) thumbnails \(size)"
         if sprite { line += ", sprite.jpg, thumbs.vtt" }
         line += "\n  fetched: \(set.fetch.requests) requests, \(Console.humanBytes(set.fetch.bytesFetched))"

@@ -41,6 +41,7 @@ enum ThumbsCommand: Command {
         var thumbnailer = Thumbnailer()
         thumbnailer.options = try thumbnailOptions(args)
         let sprite = try args.flag("sprite") ? Optional(spriteLayout(args.value("sprite"))) : nil
+        thumbnailer.options.keepPictures = sprite != nil
         let out = args.value("out") ?? "thumbs"
         let folders = folderNames(inputs)
         let session = try options.session()
