@@ -43,6 +43,23 @@ final class PrefetchCommandTests: CLITestCase {
         XCTAssertTrue(miss.stderr.contains("offline: bytes"), miss.stderr)
     }
 
+    func testBatchFromAListKeepsOrderAndReportsFailures() throws {
+        let www = try makeMedia()
+        try FileManager.default.copyItem(atPath: www + "/v.mp4", toPath: www + "/w.mp4")
+        let nginx = try NginxServer(root: www)
+        let inputs = [nginx.url("/v.mp4"), nginx.url("/nope.mp4"), nginx.url("/w.mp4")]
+        let list = dir.file("list.txt")
+        try inputs.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let r = try mprobe(["prefetch", "-i", list, "-j", "2", "--seconds", "2", "--json", "--cache-dir", cacheDir], expect: 1)
+        let lines = r.stdoutString.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        XCTAssertEqual(lines.map { $0["url"] as? String }, inputs)
+        XCTAssertEqual(lines[1]["exit_code"] as? Int, 3)
+        XCTAssertEqual(lines[0]["missing_bytes"] as? Int, lines[2]["missing_bytes"] as? Int, "same media, same plan")
+        XCTAssertTrue(r.stderr.contains("HTTP 404"), r.stderr)
+    }
+
     func testCheckOfADamagedFileFails() throws {
         let www = try makeMedia()
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: www + "/v.mp4")))
