@@ -63,6 +63,13 @@ public struct ByteRangeSet: Sendable, Equatable, CustomStringConvertible {
         ranges = result
     }
 
+    /// This set without `ranges`.
+    public func subtracting(_ ranges: [Range<Int64>]) -> ByteRangeSet {
+        var result = self
+        for r in ranges { result.remove(r) }
+        return result
+    }
+
     /// True when every byte of `range` is covered.
     public func contains(_ range: Range<Int64>) -> Bool {
         if range.isEmpty { return true }

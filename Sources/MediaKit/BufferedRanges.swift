@@ -1,3 +1,4 @@
+import ByteCache
 import MediaSource
 
 /// For each track, the time ranges whose samples are all cached: what a player calls buffered
@@ -15,8 +16,11 @@ extension FormatContext {
             let entries = indexEntries(stream: index)
             guard !entries.isEmpty else { return nil }
             let offset = startTime
+            // What is present across the track's span, asked once rather than once per sample.
+            let span = entries.map(\.position).min()!..<entries.map { $0.byteRange.upperBound }.max()!
+            let present = ByteRangeSet([span]).subtracting(source.missingRanges(in: span))
             var ranges: [Range<Double>] = []
-            for (i, e) in entries.enumerated() where source.isLocal(e.byteRange) {
+            for (i, e) in entries.enumerated() where present.contains(e.byteRange) {
                 // A sample covers the time up to the next one; the last one a typical sample duration.
                 let end = i + 1 < entries.count ? entries[i + 1].time
                     : e.time + (entries.count > 1 ? (e.time - entries[0].time) / Double(entries.count - 1) : 0)
@@ -37,9 +41,7 @@ public enum BufferedRanges {
     /// Opens `input` from the cache only (no network) and derives each track's buffered time ranges.
     /// Throws (an offline miss, usually) when the header itself is not cached.
     public static func compute(_ input: String, session: MediaSession) throws -> [TrackBuffer] {
-        let source = try session.open(input)
-        _ = try BoxWalker().walk(source)
-        let context = try FormatContext(source: source, findStreamInfo: false, cancellation: session.cancellation)
-        return context.bufferedRanges(source: source)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: false)
+        return opened.context.bufferedRanges(source: opened.source)
     }
 }

@@ -33,10 +33,8 @@ public struct Checker: Sendable {
 
     public func check(_ input: String, session: MediaSession, start: Double, seconds: Double,
                       tracks selection: TrackSelection = .defaults) throws -> Result {
-        let source = try session.open(input)
-        let before = source.counters
-        _ = try BoxWalker().walk(source)
-        let context = try FormatContext(source: source, findStreamInfo: true, cancellation: session.cancellation)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: true)
+        let context = opened.context
         let streams = try selection.streams(in: context)
         let offset = context.startTime
         let windowStart = offset + start, windowEnd = windowStart + seconds
@@ -45,8 +43,7 @@ public struct Checker: Sendable {
         let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
         for index in streams {
             guard let st = context.stream(index) else { continue }
-            let codec = avcodec_get_name(st.pointee.codecpar.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
-            results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: codec)
+            results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
             do {
                 decoders[index] = try Decoder(stream: st)
             } catch {
@@ -101,6 +98,6 @@ public struct Checker: Sendable {
             results[index]?.complete = true
         }
         return Result(input: input, start: start, seconds: seconds,
-                      tracks: streams.compactMap { results[$0] }, fetch: source.counters.since(before))
+                      tracks: streams.compactMap { results[$0] }, fetch: opened.cost)
     }
 }

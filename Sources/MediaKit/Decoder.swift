@@ -13,8 +13,8 @@ final class Decoder {
     init(stream: UnsafeMutablePointer<AVStream>, sliceThreadsOnly: Bool = false) throws {
         let par = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
-            let name = avcodec_get_name(par.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
-            throw MediaError.malformed(input: "stream #\(stream.pointee.index)", detail: "no decoder for codec \(name)")
+            throw MediaError.malformed(input: "stream #\(stream.pointee.index)",
+                                       detail: "no decoder for codec \(FormatContext.codecName(par.pointee.codec_id))")
         }
         guard let ctx = avcodec_alloc_context3(codec) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avcodec_alloc_context3")

@@ -24,7 +24,7 @@ extension FormatContext {
         let timeBase = Double(s.time_base.num) / Double(max(1, s.time_base.den))
         var info = TrackInfo(
             index: Int(s.index), kind: FormatContext.kind(par.codec_type),
-            codec: avcodec_get_name(par.codec_id).map { String(cString: $0) } ?? "unknown",
+            codec: FormatContext.codecName(par.codec_id),
             codecLongName: avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
             profile: avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
             bitRate: par.bit_rate > 0 ? par.bit_rate : nil,

@@ -83,12 +83,15 @@ public final class FormatContext {
     }
 
     /// The codec name of each stream, in stream order.
-    public var codecNames: [String] {
-        (0..<streamCount).map { i in
-            guard let stream = stream(i), let name = avcodec_get_name(stream.pointee.codecpar.pointee.codec_id)
-            else { return "unknown" }
-            return String(cString: name)
-        }
+    public var codecNames: [String] { (0..<streamCount).map { codecName(stream: $0) } }
+
+    /// libavcodec's name for the codec of stream `index` (`none` when it has no descriptor).
+    func codecName(stream index: Int) -> String {
+        stream(index).map { FormatContext.codecName($0.pointee.codecpar.pointee.codec_id) } ?? "unknown"
+    }
+
+    static func codecName(_ id: AVCodecID) -> String {
+        avcodec_get_name(id).map { String(cString: $0) } ?? "unknown"
     }
 }
 

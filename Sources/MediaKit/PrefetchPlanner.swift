@@ -21,9 +21,8 @@ public struct PrefetchPlanner: Sendable {
 
     public func plan(_ input: String, session: MediaSession, start: Double, seconds: Double,
                      tracks selection: TrackSelection = .defaults) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
-        let source = try session.open(input)
-        _ = try BoxWalker().walk(source) // moov first, in one request
-        let context = try FormatContext(source: source, findStreamInfo: true, cancellation: session.cancellation)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: true)
+        let (source, context) = (opened.source, opened.context)
         let streams = try selection.streams(in: context)
         let header = context.bytesRead
         let windowStart = context.startTime + start

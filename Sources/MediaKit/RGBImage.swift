@@ -10,8 +10,9 @@ public struct RGBImage: Sendable, Equatable {
         self.pixels = pixels
     }
 
-    public init(width: Int, height: Int, fill: UInt8 = 0) {
-        self.init(width: width, height: height, pixels: [UInt8](repeating: fill, count: width * height * 3))
+    /// A black picture.
+    public init(width: Int, height: Int) {
+        self.init(width: width, height: height, pixels: [UInt8](repeating: 0, count: width * height * 3))
     }
 
     /// The picture turned clockwise by `degrees` (a multiple of 90), as a display matrix asks.

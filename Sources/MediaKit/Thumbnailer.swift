@@ -37,11 +37,9 @@ public struct Thumbnailer: Sendable {
     public init() {}
 
     public func make(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void = { _ in }) throws -> ThumbnailSet {
-        let source = try session.open(input)
-        let before = source.counters
-        _ = try BoxWalker().walk(source)
         // The header alone: decoders get what they need from the codec parameters.
-        let context = try FormatContext(source: source, findStreamInfo: false, cancellation: session.cancellation)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: false)
+        let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video), let stream = context.stream(video) else {
             throw MediaError.noTracks(detail: "\(input) has no video track to take thumbnails from")
         }
@@ -110,7 +108,7 @@ public struct Thumbnailer: Sendable {
             progress(i + 1)
         }
         return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor,
-                            fetch: source.counters.since(before))
+                            fetch: opened.cost)
     }
 
     static func fileName(time: Double, format: ImageFormat) -> String {

@@ -3,7 +3,7 @@ import Foundation
 /// Runs one job per input on up to `jobs` threads and hands results to `emit` in input order,
 /// each as soon as it and all before it are done, so output streams but stays ordered.
 enum Batch {
-    static func run<R>(_ inputs: [String], jobs: Int, work: @escaping @Sendable (String) -> R,
+    static func run<R>(_ inputs: [String], jobs: Int, work: @escaping @Sendable (Int, String) -> R,
                        emit: (Int, String, R) -> Void) {
         let results = OrderedResults<R>(count: inputs.count)
         let queue = DispatchQueue(label: "mprobe.batch", attributes: .concurrent)
@@ -12,7 +12,7 @@ enum Batch {
             for (i, input) in inputs.enumerated() {
                 slots.wait()
                 queue.async {
-                    results.set(i, work(input))
+                    results.set(i, work(i, input))
                     slots.signal()
                 }
             }

@@ -53,7 +53,7 @@ enum PrefetchCommand: Command {
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json || inputs.count > 1)
         let fetcher = prefetcher
         var failures = BatchFailures(json: options.json)
-        Batch.run(inputs, jobs: jobs, work: { input in
+        Batch.run(inputs, jobs: jobs, work: { _, input in
             Result { () throws -> Outcome in
                 let started = Date()
                 let (plan, context, source) = try PrefetchPlanner().plan(input, session: session, start: window.start,

@@ -47,7 +47,7 @@ enum ProbeCommand: Command {
         prober.fast = args.flag("fast")
         let probe = prober
         var failures = BatchFailures(json: options.json)
-        Batch.run(inputs, jobs: jobs, work: { input in
+        Batch.run(inputs, jobs: jobs, work: { _, input in
             Result { try probe.probe(input, session: session) }
         }, emit: { _, input, result in
             switch result {

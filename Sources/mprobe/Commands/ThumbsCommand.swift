@@ -49,16 +49,15 @@ enum ThumbsCommand: Command {
         let progress = ThumbsProgress()
         let maker = thumbnailer
         var failures = BatchFailures(json: options.json)
-        Batch.run(Array(inputs.indices).map(String.init), jobs: try jobsOption(args), work: { key in
-            let i = Int(key)!
-            return Result { () throws -> (ThumbnailSet, String) in
+        Batch.run(inputs, jobs: try jobsOption(args), work: { i, input in
+            Result { () throws -> (ThumbnailSet, String) in
                 @Sendable func show() {
                     let (thumbnails, done) = progress.counts
                     bar.update(fraction: Double(done) / Double(inputs.count),
                                text: "\(done)/\(inputs.count) inputs, \(thumbnails) thumbnails")
                 }
                 defer { progress.inputDone(); show() }
-                let set = try maker.make(inputs[i], session: session) { _ in
+                let set = try maker.make(input, session: session) { _ in
                     progress.thumbnailDone()
                     show()
                 }
@@ -66,8 +65,7 @@ enum ThumbsCommand: Command {
                 try ThumbsOutput.write(set, to: dir, sprite: sprite)
                 return (set, dir)
             }
-        }, emit: { i, _, result in
-            let input = inputs[i]
+        }, emit: { _, input, result in
             switch result {
             case .success(let (set, dir)):
                 bar.finish()

@@ -1,0 +1,52 @@
+import CFFmpeg
+import MediaSource
+
+/// An input opened for demuxing the way every job does it: the source from the session, the
+/// ISO-BMFF walk that fetches the moov first, then libavformat over the cache.
+struct OpenedInput {
+    let source: any MediaSource
+    let layout: MP4Layout?
+    let context: FormatContext
+    /// The source's counters before this job touched it, to report what the job cost.
+    let before: SourceCounters
+
+    init(_ input: String, session: MediaSession, findStreamInfo: Bool, walker: BoxWalker = BoxWalker()) throws {
+        source = try session.open(input)
+        before = source.counters
+        layout = try walker.walk(source) // first, so its first request also learns the size
+        do {
+            context = try FormatContext(source: source, findStreamInfo: findStreamInfo, cancellation: session.cancellation)
+        } catch let error as FFmpegError {
+            throw OpenedInput.mediaError(error, input: input, layout: layout)
+        }
+    }
+
+    /// What this job has cost so far.
+    var cost: SourceCounters { source.counters.since(before) }
+
+    /// FFmpeg's error, said as what is wrong with the media.
+    private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?) -> MediaError {
+        if let layout, layout.moov == nil {
+            // libavformat could not use an ISO-BMFF file without a moov (some HEIF images it can):
+            // say what is missing instead of FFmpeg's generic error.
+            return .noMoov(input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
+        }
+        if error.code == mp_averror_invaliddata() && error.function == "avformat_open_input" && layout == nil {
+            return .notMedia(input: input)
+        }
+        let detail = layout?.damaged.map { "\($0); " } ?? ""
+        return .malformed(input: input, detail: detail + error.description)
+    }
+}
+
+extension SourceCounters {
+    /// What was counted after `earlier`.
+    func since(_ earlier: SourceCounters) -> SourceCounters {
+        var c = SourceCounters()
+        c.requests = requests - earlier.requests
+        c.connections = connections - earlier.connections
+        c.bytesFetched = bytesFetched - earlier.bytesFetched
+        c.bytesFromCache = bytesFromCache - earlier.bytesFromCache
+        return c
+    }
+}
