@@ -76,16 +76,21 @@ final class PrefetchTests: XCTestCase {
     }
 
     func testAlreadyCachedRangesAreNotFetchedAgain() throws {
-        try prefetch("long.mp4", start: 3, seconds: 4)
+        let first = try prefetch("long.mp4", start: 3, seconds: 4)
         nginx.clearLog()
         let again = try prefetch("long.mp4", start: 3, seconds: 4)
         XCTAssertTrue(again.missing.isEmpty)
         XCTAssertEqual(try nginx.accessLog().count, 0)
-        // An overlapping window fetches only what is new.
+        // An overlapping window fetches only what is new: no request touches the first window's bytes.
+        let cached = ByteRangeSet(first.sampleRanges + first.headerRanges)
         let later = try prefetch("long.mp4", start: 5, seconds: 4)
         XCTAssertFalse(later.missing.isEmpty)
-        for m in later.missing {
-            XCTAssertTrue(ByteRangeSet(later.sampleRanges + later.headerRanges).contains(m))
+        let log = try nginx.waitForAccessLog(count: later.missing.count)
+        XCTAssertEqual(log.count, later.missing.count)
+        for entry in log {
+            let bounds = try XCTUnwrap(entry.range).dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
+            XCTAssertEqual(cached.gaps(in: bounds[0]..<bounds[1] + 1), [bounds[0]..<bounds[1] + 1],
+                           "re-requested cached bytes: \(entry.range ?? "-")")
         }
     }
 
