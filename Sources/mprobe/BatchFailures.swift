@@ -7,7 +7,9 @@ struct BatchFailures {
     mutating func report(input: String, error: Error) {
         let code = ExitCode.forError(error)
         codes.append(code)
-        Console.error(ProbeOutput.errorLine(input: input, error: error))
+        // Most errors already name the input (URLs, paths); the others get it in front.
+        let text = "\(error)"
+        Console.error(text.contains(input) ? text : "\(input): \(text)")
         if json {
             Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
                                      ("exit_code", .int(Int(code.rawValue)))]).text)

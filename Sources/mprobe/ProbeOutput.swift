@@ -4,11 +4,6 @@ import MediaSource
 
 /// How a `ProbeResult` is shown: a compact summary for people, an object for programs.
 enum ProbeOutput {
-    static func errorLine(input: String, error: Error) -> String {
-        let text = "\(error)"
-        return text.contains(input) ? text : "\(input): \(text)"
-    }
-
     static func json(_ r: ProbeResult) -> JSON {
         let moov: JSON = r.layout?.moov.map { box in
             .object([("offset", .int(box.offset)), ("size", .int(box.size)),

@@ -38,7 +38,7 @@ enum CacheCommand: Command {
         switch action {
         case "stats": try stats(cache, json: options.json)
         case "ls": try list(cache, json: options.json)
-        case "ranges": return try ranges(cache, url: try url(), json: options.json, options: options)
+        case "ranges": return try ranges(cache, url: try url(), options: options)
         case "rm":
             let u = try url()
             let removed = try cache.remove(url: u)
@@ -99,14 +99,14 @@ enum CacheCommand: Command {
         }
     }
 
-    private static func ranges(_ cache: ByteCache, url: String, json: Bool, options: GlobalOptions) throws -> ExitCode {
+    private static func ranges(_ cache: ByteCache, url: String, options: GlobalOptions) throws -> ExitCode {
         let resource = try cache.resource(for: url)
         let ranges = resource?.ranges.ranges ?? []
         // Buffered time ranges need the header from the cache; a resource whose header is not
         // cached (or that is not media) has none, and that is not an error of this command.
         let tracks: [TrackBuffer]? = resource == nil ? nil : try? BufferedRanges.compute(
             url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
-        if json {
+        if options.json {
             Console.out(JSON.object([
                 ("url", .string(url)), ("size", .optional(resource?.size)),
                 ("ranges", PrefetchOutput.rangesJSON(ranges)),
