@@ -71,8 +71,9 @@ public struct Thumbnailer: Sendable {
                 for e in entries where e.time > key.time && e.time <= offset + target.time { needed.insert(e.byteRange) }
             }
         }
-        let floor = context.bytesRead.byteCount + needed.byteCount
-        let wave = PrefetchPlanner.merge(needed.ranges, gap: 16 << 10).flatMap { source.missingRanges(in: $0) }
+        var floor = needed
+        floor.formUnion(context.bytesRead) // the first request may already hold the first key frame
+        let wave = PrefetchPlanner.merge(needed.ranges, gap: PrefetchPlanner.mergeGap).flatMap { source.missingRanges(in: $0) }
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
         try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
@@ -107,7 +108,7 @@ public struct Thumbnailer: Sendable {
             made.append(thumbnail)
             progress(i + 1)
         }
-        return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor,
+        return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor.byteCount,
                             fetch: opened.cost)
     }
 
