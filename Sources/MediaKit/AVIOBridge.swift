@@ -69,16 +69,18 @@ final class AVIOBridge {
     }
 
     fileprivate func seek(_ offset: Int64, _ whence: Int32) -> Int64 {
-        let size: Int64?
-        do { size = try source.size() } catch { lastError = error; return Int64(mp_averror(EIO)) }
-        if whence & mp_avseek_size() != 0 { return size ?? Int64(mp_averror(ENOSYS)) }
+        // The size is asked for only where it is needed: for a remote source it may cost a request.
+        func size() -> Int64? {
+            do { return try source.size() } catch { lastError = error; return nil }
+        }
+        if whence & mp_avseek_size() != 0 { return size() ?? Int64(mp_averror(ENOSYS)) }
         let target: Int64
         switch whence & ~mp_avseek_force() {
         case SEEK_SET: target = offset
-        case SEEK_CUR: target = position + offset
+        case SEEK_CUR: (target, _) = position.addingReportingOverflow(offset)
         case SEEK_END:
-            guard let size else { return Int64(mp_averror(ENOSYS)) }
-            target = size + offset
+            guard let size = size() else { return Int64(mp_averror(ENOSYS)) }
+            (target, _) = size.addingReportingOverflow(offset)
         default: return Int64(mp_averror(EINVAL))
         }
         guard target >= 0 else { return Int64(mp_averror(EINVAL)) }
