@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Size limit: least recently used whole resources go first; one that any process holds open
 /// (shared `flock` on its data file) is skipped, so eviction never pulls bytes from under a reader.
 extension ByteCache {
@@ -5,13 +9,13 @@ extension ByteCache {
         try index.withLock { db in
             var total = try ByteCache.totalStoredBytes(db: db)
             guard total > maxBytes else { return }
-            for (row, bytes) in try ByteCache.evictionCandidates(db: db) where row.id != keptID {
+            for (row, bytes) in try ByteCache.evictionCandidates(db: db) where row.row != keptID {
                 guard total > maxBytes else { break }
-                let path = dataPath(id: row.id, generation: row.generation)
+                let path = dataPath(row)
                 let evicted = try DataFile.lockExclusivelyIfUnused(path: path) {
                     try db.writeTransaction {
                         try db.query("DELETE FROM resources WHERE id = ? AND generation = ?",
-                                     [.int(row.id), .int(row.generation)])
+                                     [.int(row.row), .int(row.number)])
                     }
                     unlink(path)
                 }
@@ -20,7 +24,3 @@ extension ByteCache {
         }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -35,28 +35,23 @@ extension ByteCache {
 
     static var now: Double { Date().timeIntervalSince1970 }
 
-    struct RowIdentity: Equatable {
-        let id: Int64
-        let generation: Int64
-    }
-
-    static func rowIdentity(db: SQLiteDatabase, key: String) throws -> RowIdentity? {
-        var found: RowIdentity?
+    static func currentGeneration(db: SQLiteDatabase, key: String) throws -> StoreGeneration? {
+        var found: StoreGeneration?
         try db.query("SELECT id, generation FROM resources WHERE key = ?", [.text(key)]) {
-            found = RowIdentity(id: $0.int(0), generation: $0.int(1))
+            found = StoreGeneration(row: $0.int(0), number: $0.int(1))
         }
         return found
     }
 
     /// Finds or creates the row for `key` and marks it accessed now.
-    static func ensureRow(db: SQLiteDatabase, key: String, url: String) throws -> RowIdentity {
+    static func ensureRow(db: SQLiteDatabase, key: String, url: String) throws -> StoreGeneration {
         try db.writeTransaction {
             let t = now
             try db.query("""
                 INSERT INTO resources(key, url, created, last_access) VALUES(?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET last_access = excluded.last_access, url = excluded.url
                 """, [.text(key), .text(url), .double(t), .double(t)])
-            guard let row = try rowIdentity(db: db, key: key) else {
+            guard let row = try currentGeneration(db: db, key: key) else {
                 throw CacheError.corruptIndex("row for \(key) vanished inside its transaction")
             }
             return row
@@ -113,7 +108,7 @@ extension ByteCache {
     }
 
     struct EntryState {
-        var identity: RowIdentity
+        var generation: StoreGeneration
         var validators: ResourceValidators
         var contentType: String?
         var ranges: ByteRangeSet
@@ -123,36 +118,36 @@ extension ByteCache {
         var state: EntryState?
         try db.query("SELECT id, generation, size, etag, last_modified, content_type FROM resources WHERE key = ?",
                      [.text(key)]) {
-            state = EntryState(identity: RowIdentity(id: $0.int(0), generation: $0.int(1)),
+            state = EntryState(generation: StoreGeneration(row: $0.int(0), number: $0.int(1)),
                                validators: ResourceValidators(size: $0.optionalInt(2), etag: $0.text(3),
                                                               lastModified: $0.text(4)),
                                contentType: $0.text(5), ranges: ByteRangeSet())
         }
         if var s = state {
-            s.ranges = try loadRanges(db: db, id: s.identity.id)
+            s.ranges = try loadRanges(db: db, id: s.generation.row)
             state = s
         }
         return state
     }
 
-    /// Adds `newRanges` to the row if it still has `identity`; returns the merged set, or nil
+    /// Adds `newRanges` to the row if it still has `generation`; returns the merged set, or nil
     /// when the row was evicted or moved to a new generation meanwhile (the bytes are then stale).
-    static func addRanges(db: SQLiteDatabase, identity: RowIdentity, _ newRanges: ByteRangeSet) throws -> ByteRangeSet? {
+    static func addRanges(db: SQLiteDatabase, generation: StoreGeneration, _ newRanges: ByteRangeSet) throws -> ByteRangeSet? {
         try db.writeTransaction {
-            var current: RowIdentity?
-            try db.query("SELECT id, generation FROM resources WHERE id = ?", [.int(identity.id)]) {
-                current = RowIdentity(id: $0.int(0), generation: $0.int(1))
+            var current: StoreGeneration?
+            try db.query("SELECT id, generation FROM resources WHERE id = ?", [.int(generation.row)]) {
+                current = StoreGeneration(row: $0.int(0), number: $0.int(1))
             }
-            guard current == identity else { return nil }
-            var merged = try loadRanges(db: db, id: identity.id)
+            guard current == generation else { return nil }
+            var merged = try loadRanges(db: db, id: generation.row)
             merged.formUnion(newRanges)
-            try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(identity.id)])
+            try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(generation.row)])
             for r in merged.ranges {
                 try db.query("INSERT INTO ranges(resource_id, start, end) VALUES(?, ?, ?)",
-                             [.int(identity.id), .int(r.lowerBound), .int(r.upperBound)])
+                             [.int(generation.row), .int(r.lowerBound), .int(r.upperBound)])
             }
             try db.query("UPDATE resources SET stored_bytes = ?, last_access = ? WHERE id = ?",
-                         [.int(merged.byteCount), .double(now), .int(identity.id)])
+                         [.int(merged.byteCount), .double(now), .int(generation.row)])
             return merged
         }
     }
@@ -168,8 +163,8 @@ extension ByteCache {
             let dropped = state.validators.conflicts(with: incoming)
             var validators = dropped ? incoming : state.validators.merged(with: incoming)
             if dropped {
-                try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(state.identity.id)])
-                state.identity = RowIdentity(id: state.identity.id, generation: state.identity.generation + 1)
+                try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(state.generation.row)])
+                state.generation = StoreGeneration(row: state.generation.row, number: state.generation.number + 1)
                 state.ranges = ByteRangeSet()
             } else if validators == state.validators && (contentType == nil || contentType == state.contentType) {
                 return (state, false)
@@ -180,7 +175,7 @@ extension ByteCache {
                     generation = ?, stored_bytes = ? WHERE id = ?
                 """, [.optionalInt(validators.size), .optionalText(validators.etag),
                       .optionalText(validators.lastModified), .optionalText(contentType),
-                      .int(state.identity.generation), .int(state.ranges.byteCount), .int(state.identity.id)])
+                      .int(state.generation.number), .int(state.ranges.byteCount), .int(state.generation.row)])
             state.validators = validators
             if let contentType { state.contentType = contentType }
             return (state, dropped)
@@ -224,10 +219,10 @@ extension ByteCache {
     }
 
     /// Resources by least recent access, for eviction.
-    static func evictionCandidates(db: SQLiteDatabase) throws -> [(RowIdentity, Int64)] {
-        var rows: [(RowIdentity, Int64)] = []
+    static func evictionCandidates(db: SQLiteDatabase) throws -> [(StoreGeneration, Int64)] {
+        var rows: [(StoreGeneration, Int64)] = []
         try db.query("SELECT id, generation, stored_bytes FROM resources ORDER BY last_access ASC") {
-            rows.append((RowIdentity(id: $0.int(0), generation: $0.int(1)), $0.int(2)))
+            rows.append((StoreGeneration(row: $0.int(0), number: $0.int(1)), $0.int(2)))
         }
         return rows
     }

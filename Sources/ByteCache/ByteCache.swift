@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The segmented on-disk cache: one sparse data file per resource version and an SQLite index
 /// (WAL mode) of what each file holds. Several threads and several processes may share one
@@ -28,8 +31,8 @@ public final class ByteCache: Sendable {
         index = Mutex(db)
     }
 
-    func dataPath(id: Int64, generation: Int64) -> String {
-        "\(directory)/data/\(id)-\(generation).bin"
+    func dataPath(_ generation: StoreGeneration) -> String {
+        "\(directory)/data/\(generation.row)-\(generation.number).bin"
     }
 
     /// True when a resource of `size` bytes may be stored at all; bigger ones are streamed through.
@@ -73,9 +76,9 @@ public final class ByteCache: Sendable {
     public func remove(url: String) throws -> Bool {
         let key = keyForURL(url)
         return try index.withLock { db in
-            guard let row = try ByteCache.rowIdentity(db: db, key: key) else { return false }
-            try ByteCache.deleteRow(db: db, id: row.id)
-            unlink(dataPath(id: row.id, generation: row.generation))
+            guard let row = try ByteCache.currentGeneration(db: db, key: key) else { return false }
+            try ByteCache.deleteRow(db: db, id: row.row)
+            unlink(dataPath(row))
             return true
         }
     }
@@ -85,8 +88,8 @@ public final class ByteCache: Sendable {
         try index.withLock { db in
             guard let state = try ByteCache.loadEntryState(db: db, key: key), state.ranges.isEmpty,
                   state.validators == ResourceValidators() else { return }
-            try ByteCache.deleteRow(db: db, id: state.identity.id)
-            unlink(dataPath(id: state.identity.id, generation: state.identity.generation))
+            try ByteCache.deleteRow(db: db, id: state.generation.row)
+            unlink(dataPath(state.generation))
         }
     }
 
@@ -130,7 +133,3 @@ public final class ByteCache: Sendable {
         try index.withLock { try ByteCache.addCounters(db: $0, pending) }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An open resource in the on-disk cache: its data file (held with a shared lock, which pins it
 /// against eviction) and a snapshot of its present ranges.
@@ -15,13 +18,11 @@ public final class CacheEntry: RangeStore {
 
     private struct State {
         var file: DataFile
-        var identity: ByteCache.RowIdentity
+        var generation: StoreGeneration
         var validators: ResourceValidators
         var committed: ByteRangeSet
         var pending: ByteRangeSet
         var pendingBytes: Int64 = 0
-        /// Bumped whenever `file` changes: see `RangeStore.version`.
-        var epoch: Int64 = 0
     }
     private let state: Mutex<State>
 
@@ -42,15 +43,15 @@ public final class CacheEntry: RangeStore {
 
     /// Finds or creates the row, opens its data file with the shared lock, and checks the row
     /// was not evicted or regenerated in between (else tries again with the new row).
-    private static func attach(cache: ByteCache, key: String, url: String, epoch: Int64 = 0) throws -> State {
+    private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
         while true {
             let row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
-            let path = cache.dataPath(id: row.id, generation: row.generation)
+            let path = cache.dataPath(row)
             let file = try DataFile(path: path)
             let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
-            if let loaded, loaded.identity == row {
-                return State(file: file, identity: row, validators: loaded.validators,
-                             committed: loaded.ranges, pending: ByteRangeSet(), epoch: epoch)
+            if let loaded, loaded.generation == row {
+                return State(file: file, generation: row, validators: loaded.validators,
+                             committed: loaded.ranges, pending: ByteRangeSet())
             }
             unlink(path) // evicted while we opened it: this file belongs to no row
         }
@@ -72,8 +73,8 @@ public final class CacheEntry: RangeStore {
     public func refresh() throws {
         try state.withLock { s in
             guard let loaded = try cache.index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
-                  loaded.identity == s.identity else {
-                s = try CacheEntry.attach(cache: cache, key: key, url: url, epoch: s.epoch + 1)
+                  loaded.generation == s.generation else {
+                s = try CacheEntry.attach(cache: cache, key: key, url: url)
                 return
             }
             s.committed = loaded.ranges
@@ -87,32 +88,31 @@ public final class CacheEntry: RangeStore {
             let (loaded, dropped) = try cache.index.withLock {
                 try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
             }
-            if loaded.identity != s.identity {
+            if loaded.generation != s.generation {
                 // New content: write to a fresh file; the old one goes once no one has it open.
                 unlink(s.file.path)
-                s.file = try DataFile(path: cache.dataPath(id: loaded.identity.id, generation: loaded.identity.generation))
+                s.file = try DataFile(path: cache.dataPath(loaded.generation))
                 s.pending = ByteRangeSet()
                 s.pendingBytes = 0
-                s.epoch += 1
             }
-            s.identity = loaded.identity
+            s.generation = loaded.generation
             s.validators = loaded.validators
             s.committed = loaded.ranges
             return dropped
         }
     }
 
-    public var version: Int64 { state.withLock { $0.epoch } }
+    public var generation: StoreGeneration { state.withLock { $0.generation } }
 
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, version: Int64) throws -> Bool {
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
         let target = state.withLock { s -> (DataFile, Bool)? in
-            s.epoch == version ? (s.file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes) : nil
+            s.generation == generation ? (s.file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes) : nil
         }
         guard let (file, due) = target else { return false }
         try file.write(bytes, at: offset)
         let recorded = state.withLock { s -> Bool in
             // The file may have been replaced while we wrote: then these bytes belong to no one.
-            guard s.epoch == version else { return false }
+            guard s.generation == generation else { return false }
             s.pending.insert(offset..<offset + Int64(bytes.count))
             s.pendingBytes += Int64(bytes.count)
             return true
@@ -125,18 +125,18 @@ public final class CacheEntry: RangeStore {
         let evict = try state.withLock { s -> Bool in
             guard !s.pending.isEmpty else { return false }
             try s.file.sync()
-            let merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, identity: s.identity, s.pending) }
+            let merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, generation: s.generation, s.pending) }
             s.pending = ByteRangeSet()
             s.pendingBytes = 0
             guard let merged else {
                 // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
-                s = try CacheEntry.attach(cache: cache, key: key, url: url, epoch: s.epoch + 1)
+                s = try CacheEntry.attach(cache: cache, key: key, url: url)
                 return false
             }
             s.committed = merged
             return true
         }
-        if evict { try cache.enforceLimit(keeping: state.withLock { $0.identity.id }) }
+        if evict { try cache.enforceLimit(keeping: state.withLock { $0.generation.row }) }
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
@@ -153,7 +153,3 @@ public final class CacheEntry: RangeStore {
         cache.recordRead(fromCache: fromCache, fetched: fetched)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

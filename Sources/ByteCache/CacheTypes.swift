@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What the origin says identifies one version of a resource. If any known field changes,
 /// the bytes stored for the old version are dropped before new ones are added.
 public struct ResourceValidators: Sendable, Equatable {
@@ -66,7 +70,3 @@ public enum CacheError: Error, CustomStringConvertible {
         }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

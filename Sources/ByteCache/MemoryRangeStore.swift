@@ -22,7 +22,7 @@ public final class MemoryRangeStore: RangeStore {
         var total = 0
         var validators = ResourceValidators()
         var available = ByteRangeSet()
-        var epoch: Int64 = 0
+        var generation: Int64 = 0
     }
     private let state = Mutex(State())
 
@@ -40,17 +40,17 @@ public final class MemoryRangeStore: RangeStore {
     public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
         state.withLock { s in
             let dropped = s.validators.conflicts(with: incoming)
-            if dropped { s = State(epoch: s.epoch + 1) }
+            if dropped { s = State(generation: s.generation + 1) }
             s.validators = s.validators.merged(with: incoming)
             return dropped
         }
     }
 
-    public var version: Int64 { state.withLock { $0.epoch } }
+    public var generation: StoreGeneration { state.withLock { StoreGeneration(row: 0, number: $0.generation) } }
 
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, version: Int64) throws -> Bool {
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
         state.withLock { s in
-            guard s.epoch == version else { return false }
+            guard s.generation == generation.number else { return false }
             if let last = s.blocks.indices.last, s.blocks[last].end == offset,
                s.blocks[last].bytes.count + bytes.count <= blockSize {
                 s.blocks[last].bytes.append(contentsOf: bytes)

@@ -15,15 +15,29 @@ public protocol RangeStore: AnyObject, Sendable {
     func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool
     /// Changes whenever the stored content is replaced (new validators, a new data file): a
     /// transfer remembers it when its response arrives and writes with it.
-    var version: Int64 { get }
-    /// Stores bytes at their true offset if the store is still at `version`; returns false (and
+    var generation: StoreGeneration { get }
+    /// Stores bytes at their true offset if the store is still at `generation`; returns false (and
     /// stores nothing) when the content was replaced meanwhile, so old and new never mix.
     /// Stored bytes are readable at once and durable after `commit()`.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, version: Int64) throws -> Bool
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool
     /// Makes written bytes durable and records their ranges.
     func commit() throws
     /// Copies available bytes starting at `offset`; returns how many (0 if `offset` is not available).
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
     /// Counts one read for the hit/miss statistics.
     func recordRead(fromCache: Int64, fetched: Int64)
+}
+
+/// One version of a store's content. A new generation starts whenever the content is replaced
+/// (the origin's validators changed, or the entry moved to a new data file after eviction): bytes
+/// of a transfer that began in another generation are refused. For the disk cache it is the index
+/// row and its `generation` column; for memory stores a counter.
+public struct StoreGeneration: Sendable, Equatable {
+    public let row: Int64
+    public let number: Int64
+
+    public init(row: Int64, number: Int64) {
+        self.row = row
+        self.number = number
+    }
 }

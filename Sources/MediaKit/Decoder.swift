@@ -1,4 +1,7 @@
 import CFFmpeg
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A libavcodec decoder for one stream; the single owner of its `AVCodecContext`.
 final class Decoder {
@@ -55,7 +58,3 @@ final class Decoder {
         return firstError
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

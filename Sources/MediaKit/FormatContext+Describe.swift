@@ -23,7 +23,7 @@ extension FormatContext {
         let par = s.codecpar.pointee
         let timeBase = Double(s.time_base.num) / Double(max(1, s.time_base.den))
         var info = TrackInfo(
-            index: Int(s.index), kind: FormatContext.kind(par.codec_type),
+            index: Int(s.index), kind: TrackInfo.Kind(par.codec_type),
             codec: FormatContext.codecName(par.codec_id),
             codecLongName: avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
             profile: avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
@@ -55,17 +55,6 @@ extension FormatContext {
         }
         info.language = info.tags.first(where: { $0.0 == "language" })?.1
         return info
-    }
-
-    private static func kind(_ type: AVMediaType) -> TrackInfo.Kind {
-        switch type {
-        case AVMEDIA_TYPE_VIDEO: return .video
-        case AVMEDIA_TYPE_AUDIO: return .audio
-        case AVMEDIA_TYPE_SUBTITLE: return .subtitle
-        case AVMEDIA_TYPE_DATA: return .data
-        case AVMEDIA_TYPE_ATTACHMENT: return .attachment
-        default: return .unknown
-        }
     }
 
     /// All entries of an `AVDictionary`, in order.

@@ -76,12 +76,20 @@ extension FormatContext {
 
     public func kind(ofStream index: Int) -> TrackInfo.Kind {
         guard let st = stream(index) else { return .unknown }
-        switch st.pointee.codecpar.pointee.codec_type {
-        case AVMEDIA_TYPE_VIDEO: return .video
-        case AVMEDIA_TYPE_AUDIO: return .audio
-        case AVMEDIA_TYPE_SUBTITLE: return .subtitle
-        case AVMEDIA_TYPE_DATA: return .data
-        default: return .unknown
+        return TrackInfo.Kind(st.pointee.codecpar.pointee.codec_type)
+    }
+}
+
+extension TrackInfo.Kind {
+    /// The one mapping from libavutil's media types to the kinds probe, `--tracks` and plans show.
+    init(_ type: AVMediaType) {
+        switch type {
+        case AVMEDIA_TYPE_VIDEO: self = .video
+        case AVMEDIA_TYPE_AUDIO: self = .audio
+        case AVMEDIA_TYPE_SUBTITLE: self = .subtitle
+        case AVMEDIA_TYPE_DATA: self = .data
+        case AVMEDIA_TYPE_ATTACHMENT: self = .attachment
+        default: self = .unknown
         }
     }
 }

@@ -1,4 +1,7 @@
 import CFFmpeg
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Image file formats thumbnails are written in.
 public enum ImageFormat: String, Sendable, CaseIterable {
@@ -95,7 +98,3 @@ enum ImageEncoder {
         }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -1,4 +1,7 @@
 import CFFmpeg
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An `AVPacket`; the single owner, freed in `deinit`.
 final class Packet {
@@ -34,7 +37,3 @@ final class Frame {
 
     func unref() { av_frame_unref(pointer) }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

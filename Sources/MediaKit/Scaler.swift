@@ -1,4 +1,7 @@
 import CFFmpeg
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Converts decoded frames to `RGBImage`s of a given size with libswscale; the single owner of
 /// its `SwsContext` (recreated when the source format or size changes).
@@ -31,7 +34,3 @@ final class Scaler {
         return image
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

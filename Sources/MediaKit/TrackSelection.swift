@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which tracks a prefetch or check covers.
 public enum TrackSelection: Sendable, Equatable {
     /// The default video and default audio track (what a player plays).
@@ -46,5 +48,3 @@ public enum TrackSelection: Sendable, Equatable {
         }
     }
 }
-
-import Foundation

@@ -139,7 +139,7 @@ public final class RemoteSource: MediaSource {
         var stored: Int64 = 0 // counted live, for progress
         var deliveredEnd: Int64 = 0
         // The store and its version as this transfer's response left them: bytes go there only.
-        var target = state.withLock { ($0.store, $0.store.version) }
+        var target = state.withLock { ($0.store, $0.store.generation) }
         let validators = target.0.validators
         let outcome: FetchOutcome
         do {
@@ -147,7 +147,7 @@ public final class RemoteSource: MediaSource {
                                         cancellation: cancellation, tally: &tally,
                                         onResponse: { info in
                                             try self.accept(info)
-                                            target = self.state.withLock { ($0.store, $0.store.version) }
+                                            target = self.state.withLock { ($0.store, $0.store.generation) }
                                         },
                                         onData: { offset, bytes in
                                             guard try self.store(bytes, at: offset, into: target) else { throw StaleTransfer() }
@@ -188,9 +188,9 @@ public final class RemoteSource: MediaSource {
 
     private struct StaleTransfer: Error {}
 
-    /// Stores a piece of a transfer if `target` is still the current store at the same version.
-    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, Int64)) throws -> Bool {
-        guard target.0 === store, try target.0.write(bytes, at: offset, version: target.1) else { return false }
+    /// Stores a piece of a transfer if `target` is still the current store in the same generation.
+    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)) throws -> Bool {
+        guard target.0 === store, try target.0.write(bytes, at: offset, generation: target.1) else { return false }
         state.withLock {
             $0.fetchedHere.insert(offset..<offset + Int64(bytes.count))
             $0.counters.bytesFetched += Int64(bytes.count)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the origin said about the resource, from the headers of a range request.
 public struct ResponseInfo: Sendable, Equatable {
     public var status: Int
@@ -46,5 +48,3 @@ struct ContentRange: Equatable {
         last = l
     }
 }
-
-import Foundation

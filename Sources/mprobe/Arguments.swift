@@ -1,3 +1,5 @@
+import Foundation
+
 /// A small command-line parser: `--name value`, `--name=value`, boolean `--flag`s and
 /// positionals, checked against what a command declares so typos are usage errors.
 struct Arguments {
@@ -79,5 +81,3 @@ func parseByteSize(_ text: String) -> Int64? {
     }
     return Int64(t).flatMap { $0 >= 0 ? $0 : nil }
 }
-
-import Foundation

@@ -5,8 +5,8 @@ import XCTest
 
 final class ByteCacheTests: XCTestCase {
     private func write(_ entry: CacheEntry, _ bytes: [UInt8], at offset: Int64) throws {
-        let version = entry.version
-        XCTAssertTrue(try bytes.withUnsafeBytes { try entry.write($0, at: offset, version: version) })
+        let version = entry.generation
+        XCTAssertTrue(try bytes.withUnsafeBytes { try entry.write($0, at: offset, generation: version) })
     }
 
     private func read(_ entry: CacheEntry, at offset: Int64, count: Int) throws -> [UInt8] {
@@ -67,19 +67,19 @@ final class ByteCacheTests: XCTestCase {
         let cache = try ByteCache(directory: dir.path)
         let entry = try cache.entry(for: "http://o.test/r")
         try entry.applyValidators(ResourceValidators(size: 10, etag: "\"1\""), contentType: nil)
-        let old = entry.version
+        let old = entry.generation
         // Another transfer learns that the content changed...
         XCTAssertTrue(try entry.applyValidators(ResourceValidators(size: 10, etag: "\"2\""), contentType: nil))
-        XCTAssertNotEqual(entry.version, old)
+        XCTAssertNotEqual(entry.generation, old)
         // ...so a transfer still streaming the old version cannot add its bytes.
-        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try entry.write($0, at: 0, version: old) })
+        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try entry.write($0, at: 0, generation: old) })
         try entry.commit()
         XCTAssertTrue(entry.available.isEmpty)
         let store = MemoryRangeStore()
-        let memoryOld = store.version
+        let memoryOld = store.generation
         try store.applyValidators(ResourceValidators(etag: "a"), contentType: nil)
         try store.applyValidators(ResourceValidators(etag: "b"), contentType: nil)
-        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try store.write($0, at: 0, version: memoryOld) })
+        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try store.write($0, at: 0, generation: memoryOld) })
     }
 
     func testPluggableKeyLetsSignedURLsShareAnEntry() throws {
@@ -161,7 +161,7 @@ final class ByteCacheTests: XCTestCase {
     func testMemoryStoreIsBounded() throws {
         let store = MemoryRangeStore(capacity: 1000)
         for i in 0..<5 {
-            _ = try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes { try store.write($0, at: Int64(i * 400), version: store.version) }
+            _ = try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes { try store.write($0, at: Int64(i * 400), generation: store.generation) }
         }
         XCTAssertEqual(store.available.ranges, [1200..<2000], "only the newest bytes that fit are kept")
         var out = [UInt8](repeating: 0, count: 500)
