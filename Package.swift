@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers point one way: mprobe (CLI) → MediaKit → MediaSource → ByteCache, RangeFetch → C modules.
+// Layers point one way: mprobe (CLI) → Reports → MediaKit → MediaSource → ByteCache, RangeFetch → C modules.
 // ByteCache knows nothing of HTTP or FFmpeg; RangeFetch knows nothing of caching.
 let package = Package(
     name: "mprobe",
@@ -15,11 +15,15 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
-        .target(name: "ByteCache", dependencies: ["CSQLite"]),
-        .target(name: "RangeFetch", dependencies: ["CCurl"]),
-        .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch"]),
+        // URL text as shown and stored: credentials redacted, cache keys without userinfo.
+        .target(name: "URLSupport"),
+        .target(name: "ByteCache", dependencies: ["CSQLite", "URLSupport"]),
+        .target(name: "RangeFetch", dependencies: ["CCurl", "URLSupport"]),
+        .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch", "URLSupport"]),
         .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "CFFmpeg"]),
-        .executableTarget(name: "mprobe", dependencies: ["MediaKit", "MediaSource", "ByteCache", "RangeFetch"]),
+        // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
+        .target(name: "Reports", dependencies: ["MediaKit", "MediaSource", "ByteCache"]),
+        .executableTarget(name: "mprobe", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -1,4 +1,5 @@
 import Foundation
+import URLSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,8 @@ public final class ByteCache: Sendable {
 
     public let directory: String
     public let maxBytes: Int64
-    /// Maps the URL a user gave to the cache key; lets signed URLs whose tokens change share one entry.
+    /// Maps the URL a user gave (without its userinfo) to the cache key; lets signed URLs whose
+    /// tokens change share one entry.
     public let keyForURL: @Sendable (String) -> String
 
     let index: Mutex<SQLiteDatabase>
@@ -31,6 +33,9 @@ public final class ByteCache: Sendable {
         index = Mutex(db)
     }
 
+    /// The index key of `url`: credentials are never part of it (they travel with each request).
+    func key(for url: String) -> String { keyForURL(URLText.withoutUserinfo(url)) }
+
     func dataPath(_ generation: StoreGeneration) -> String {
         "\(directory)/data/\(generation.row)-\(generation.number).bin"
     }
@@ -41,13 +46,13 @@ public final class ByteCache: Sendable {
     /// Opens (creating if needed) the entry for `url`. Keep it only while reading or writing:
     /// an open entry pins the resource against eviction.
     public func entry(for url: String) throws -> CacheEntry {
-        try CacheEntry(cache: self, key: keyForURL(url), url: url)
+        try CacheEntry(cache: self, key: key(for: url), url: URLText.redacted(url))
     }
 
     // MARK: Queries
 
     public func resource(for url: String) throws -> CachedResource? {
-        try index.withLock { try ByteCache.loadResource(db: $0, key: keyForURL(url)) }
+        try index.withLock { try ByteCache.loadResource(db: $0, key: key(for: url)) }
     }
 
     public func resources() throws -> [CachedResource] {
@@ -74,7 +79,7 @@ public final class ByteCache: Sendable {
     /// Removes one resource. Returns false when it was not cached.
     @discardableResult
     public func remove(url: String) throws -> Bool {
-        let key = keyForURL(url)
+        let key = key(for: url)
         return try index.withLock { db in
             guard let row = try ByteCache.currentGeneration(db: db, key: key) else { return false }
             try ByteCache.deleteRow(db: db, id: row.row)

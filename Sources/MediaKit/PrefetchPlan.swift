@@ -1,3 +1,5 @@
+import MediaSource
+
 /// The byte ranges a player needs to start at `start` and play `seconds`, computed from the
 /// demuxer's index before any sample is fetched. A value: print it, store it, fetch it.
 public struct PrefetchPlan: Sendable {
@@ -30,4 +32,19 @@ public struct PrefetchPlan: Sendable {
     public let floorBytes: Int64
 
     public var missingBytes: Int64 { missing.reduce(0) { $0 + Int64($1.count) } }
+}
+
+/// What a prefetch did: its plan, what fetching cost, and the time ranges now cached per track.
+public struct PrefetchResult: Sendable {
+    public let plan: PrefetchPlan
+    public let fetched: SourceCounters
+    public let seconds: Double
+    public let buffered: [TrackBuffer]
+
+    public init(plan: PrefetchPlan, fetched: SourceCounters, seconds: Double, buffered: [TrackBuffer]) {
+        self.plan = plan
+        self.fetched = fetched
+        self.seconds = seconds
+        self.buffered = buffered
+    }
 }

@@ -1,3 +1,5 @@
+import Reports
+
 /// Failures of a batch command: each is reported as it comes (a line on stderr, and an object on
 /// stdout with `--json`), and the exit status says whether any failed.
 struct BatchFailures {

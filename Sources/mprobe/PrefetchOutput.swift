@@ -1,42 +1,9 @@
 import Foundation
 import MediaKit
 
-/// How a prefetch (and its plan) is shown.
+/// How a prefetch (and its plan) is shown to people (`PrefetchReport` is the object for programs).
 enum PrefetchOutput {
-    static func rangesJSON(_ ranges: [Range<Int64>]) -> JSON {
-        .array(ranges.map { .object([("start", .int($0.lowerBound)), ("end", .int($0.upperBound))]) })
-    }
-
-    static func timeRangesJSON(_ ranges: [Range<Double>]) -> JSON {
-        .array(ranges.map { .object([("start", .double(ms($0.lowerBound))), ("end", .double(ms($0.upperBound)))]) })
-    }
-
-    static func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
-
-    static func json(_ o: PrefetchCommand.Outcome, planOnly: Bool) -> JSON {
-        let p = o.plan
-        return .object([
-            ("url", .string(p.input)), ("start", .double(p.start)), ("seconds", .double(p.seconds)),
-            ("estimated", .bool(p.estimated)), ("note", .optional(p.note)),
-            ("floor_bytes", .int(p.floorBytes)),
-            ("header_ranges", rangesJSON(p.headerRanges)),
-            ("sample_ranges", rangesJSON(p.sampleRanges)),
-            ("missing", rangesJSON(p.missing)), ("missing_bytes", .int(p.missingBytes)),
-            ("fetched", .bool(!planOnly)),
-            ("tracks", .array(p.tracks.map { t in
-                let buffered = o.buffered.first { $0.index == t.index }?.ranges ?? []
-                return .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
-                                ("samples", .int(t.samples)), ("bytes", .int(t.bytes)),
-                                ("first_time", t.firstTime.map { .double(ms($0)) } ?? .null),
-                                ("last_time", t.lastTime.map { .double(ms($0)) } ?? .null),
-                                ("buffered", timeRangesJSON(buffered))])
-            })),
-            ("fetch", .object([("requests", .int(o.fetched.requests)), ("bytes_fetched", .int(o.fetched.bytesFetched)),
-                               ("seconds", .double(ms(o.seconds)))])),
-        ])
-    }
-
-    static func human(_ o: PrefetchCommand.Outcome, planOnly: Bool) -> String {
+    static func human(_ o: PrefetchResult, planOnly: Bool) -> String {
         let p = o.plan
         let sampleBytes = p.sampleRanges.reduce(Int64(0)) { $0 + Int64($1.count) }
         var lines = [p.input]

@@ -1,3 +1,4 @@
+import Reports
 import ByteCache
 import Foundation
 import MediaKit
@@ -59,12 +60,7 @@ enum CacheCommand: Command {
     private static func stats(_ cache: ByteCache, json: Bool) throws {
         let s = try cache.stats()
         if json {
-            Console.out(JSON.object([
-                ("directory", .string(cache.directory)), ("resources", .int(s.resources)),
-                ("bytes", .int(s.storedBytes)), ("max_bytes", .int(s.maxBytes)),
-                ("hits", .int(s.hits)), ("misses", .int(s.misses)),
-                ("bytes_from_cache", .int(s.bytesFromCache)), ("bytes_fetched", .int(s.bytesFetched)),
-            ]).text)
+            Console.out(CacheReport.stats(s, directory: cache.directory).text)
         } else {
             Console.out("""
                 directory  \(cache.directory)
@@ -79,13 +75,7 @@ enum CacheCommand: Command {
     private static func list(_ cache: ByteCache, json: Bool) throws {
         let resources = try cache.resources()
         if json {
-            Console.out(JSON.array(resources.map { r in
-                .object([("url", .string(r.url)), ("key", .string(r.key)), ("size", .optional(r.size)),
-                         ("stored_bytes", .int(r.storedBytes)), ("ranges", .int(r.ranges.ranges.count)),
-                         ("etag", .optional(r.validators.etag)), ("last_modified", .optional(r.validators.lastModified)),
-                         ("content_type", .optional(r.contentType)),
-                         ("created", .double(r.created)), ("last_access", .double(r.lastAccess))])
-            }).text)
+            Console.out(CacheReport.resources(resources).text)
             return
         }
         if resources.isEmpty { Console.out("cache is empty (\(cache.directory))"); return }
@@ -107,14 +97,7 @@ enum CacheCommand: Command {
         let tracks: [TrackBuffer]? = resource == nil ? nil : try? BufferedRanges.compute(
             url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
         if options.json {
-            Console.out(JSON.object([
-                ("url", .string(url)), ("size", .optional(resource?.size)),
-                ("ranges", PrefetchOutput.rangesJSON(ranges)),
-                ("tracks", tracks.map { list in .array(list.map { t in
-                    .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
-                             ("buffered", PrefetchOutput.timeRangesJSON(t.ranges))])
-                }) } ?? .null),
-            ]).text)
+            Console.out(CacheReport.ranges(url: url, resource: resource, tracks: tracks).text)
         } else if resource == nil {
             Console.out("not cached: \(url)")
         } else {

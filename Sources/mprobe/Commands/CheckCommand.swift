@@ -1,3 +1,4 @@
+import Reports
 import Foundation
 import MediaKit
 
@@ -31,16 +32,7 @@ enum CheckCommand: Command {
         let r = try Checker().check(args.positionals[0], session: session, start: window.start,
                                     seconds: window.seconds, tracks: window.tracks)
         if options.json {
-            Console.out(JSON.object([
-                ("url", .string(r.input)), ("start", .double(r.start)), ("seconds", .double(r.seconds)), ("ok", .bool(r.ok)),
-                ("tracks", .array(r.tracks.map { t in
-                    .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)), ("codec", .string(t.codec)),
-                             ("frames", .int(t.frames)), ("packets", .int(t.packets)),
-                             ("last_time", t.lastTime.map { .double(PrefetchOutput.ms($0)) } ?? .null),
-                             ("complete", .bool(t.complete)), ("errors", .array(t.errors.map { .string($0) }))])
-                })),
-                ("fetch", .object([("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched))])),
-            ]).text)
+            Console.out(CheckReport.json(r).text)
         } else {
             Console.out(r.input + String(format: "  %.3f–%.3f s: %@", r.start, r.start + r.seconds, r.ok ? "plays" : "FAILS"))
             for t in r.tracks {

@@ -1,3 +1,4 @@
+import Reports
 import Foundation
 import MediaKit
 import MediaSource
@@ -30,13 +31,6 @@ enum PrefetchCommand: Command {
         .union(["jobs", "i", "connections"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet"])
 
-    struct Outcome {
-        let plan: PrefetchPlan
-        let fetched: SourceCounters
-        let seconds: Double
-        let buffered: [TrackBuffer]
-    }
-
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = GlobalOptions(args)
         let window = try WindowOptions(args)
@@ -54,7 +48,7 @@ enum PrefetchCommand: Command {
         let fetcher = prefetcher
         var failures = BatchFailures(json: options.json)
         Batch.run(inputs, jobs: jobs, work: { _, input in
-            Result { () throws -> Outcome in
+            Result { () throws -> PrefetchResult in
                 let started = Date()
                 let (plan, context, source) = try PrefetchPlanner().plan(input, session: session, start: window.start,
                                                                          seconds: window.seconds, tracks: window.tracks)
@@ -71,14 +65,14 @@ enum PrefetchCommand: Command {
                     try fetcher.fetch(plan, source: source, cancellation: session.cancellation)
                 }
                 let streams = plan.tracks.map(\.index)
-                return Outcome(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
+                return PrefetchResult(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
                                buffered: context.bufferedRanges(source: source, streams: streams))
             }
         }, emit: { _, input, result in
             switch result {
             case .success(let outcome):
                 for w in outcome.plan.note.map({ [$0] }) ?? [] where !options.json { Console.warning(w) }
-                Console.out(options.json ? PrefetchOutput.json(outcome, planOnly: planOnly).text
+                Console.out(options.json ? PrefetchReport.json(outcome, planOnly: planOnly).text
                                          : PrefetchOutput.human(outcome, planOnly: planOnly))
             case .failure(let error):
                 failures.report(input: input, error: error)

@@ -1,3 +1,4 @@
+import Reports
 import Foundation
 import MediaKit
 import MediaSource
@@ -54,7 +55,7 @@ enum ProbeCommand: Command {
             case .success(let r):
                 for warning in r.warnings { Console.warning(warning) }
                 if options.json {
-                    Console.out(ProbeOutput.json(r).text)
+                    Console.out(ProbeReport.json(r).text)
                 } else {
                     Console.out(ProbeOutput.human(r, verbose: verbose))
                 }

@@ -1,3 +1,4 @@
+import Reports
 import Foundation
 import MediaKit
 
@@ -62,7 +63,7 @@ enum ThumbsCommand: Command {
                     show()
                 }
                 let dir = inputs.count == 1 ? out : out + "/" + folders[i]
-                try ThumbsOutput.write(set, to: dir, sprite: sprite)
+                try ThumbnailReport.write(set, to: dir, sprite: sprite)
                 return (set, dir)
             }
         }, emit: { _, input, result in
@@ -70,7 +71,7 @@ enum ThumbsCommand: Command {
             case .success(let (set, dir)):
                 bar.finish()
                 if !options.json { for note in set.notes { Console.warning("\(input): \(note)") } }
-                Console.out(options.json ? ThumbsOutput.json(set, dir: dir, sprite: sprite != nil).text
+                Console.out(options.json ? ThumbnailReport.json(set, dir: dir, sprite: sprite != nil).text
                                          : ThumbsOutput.human(set, dir: dir, sprite: sprite != nil))
             case .failure(let error):
                 bar.finish()

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A JSON value with object keys kept in the order they were written, so output reads well.
-enum JSON {
+/// The CLI and the service print the same objects through it.
+public enum JSON: Sendable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -10,11 +11,11 @@ enum JSON {
     case array([JSON])
     case object([(String, JSON)])
 
-    static func int(_ v: Int) -> JSON { .int(Int64(v)) }
-    static func optional(_ v: Int64?) -> JSON { v.map { .int($0) } ?? .null }
-    static func optional(_ v: String?) -> JSON { v.map { .string($0) } ?? .null }
+    public static func int(_ v: Int) -> JSON { .int(Int64(v)) }
+    public static func optional(_ v: Int64?) -> JSON { v.map { .int($0) } ?? .null }
+    public static func optional(_ v: String?) -> JSON { v.map { .string($0) } ?? .null }
 
-    var text: String {
+    public var text: String {
         var out = ""
         write(to: &out)
         return out
