@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "CFFmpeg"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "MediaSource", "ByteCache"]),
-        .executableTarget(name: "mprobe", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch"]),
+        .executableTarget(name: "mprobe", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -56,4 +56,7 @@ public final class LocalFileSource: MediaSource {
     }
 
     public var warnings: [String] { [] }
+
+    /// Local files are read as they are; only remote resources are checked for versions.
+    public var versionChanged: Bool { false }
 }

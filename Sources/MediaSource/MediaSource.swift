@@ -18,6 +18,9 @@ public protocol MediaSource: AnyObject, Sendable {
     func limitReadahead(to end: Int64?)
     /// What reading has cost so far.
     var counters: SourceCounters { get }
+    /// The resource changed after bytes of its earlier version were read through this source:
+    /// reads now throw `SourceError.versionChanged`. A new source reads the new version.
+    var versionChanged: Bool { get }
     /// Things a person should hear about once (e.g. "the server ignores range requests").
     var warnings: [String] { get }
 }
@@ -48,6 +51,10 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
     case unsupportedInput(String)
     /// The origin answered in a way that contradicts what was stored or asked.
     case inconsistentOrigin(input: String, detail: String)
+    /// The resource changed (validators or size) after bytes of the old version were used.
+    case versionChanged(input: String)
+    /// The input is not a URL mprobe can request (bad syntax, port out of range...).
+    case invalidURL(input: String, reason: String)
 
     public var description: String {
         switch self {
@@ -58,6 +65,10 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
         case .unsupportedInput(let input):
             return "unsupported input \(input): give an http(s):// or file:// URL or a local path"
         case .inconsistentOrigin(let input, let detail): return "\(input): \(detail)"
+        case .versionChanged(let input):
+            return "\(input) changed on the server while it was being read (another ETag, Last-Modified or size); " +
+                "nothing of the new version was mixed in"
+        case .invalidURL(let input, let reason): return "invalid URL \(input): \(reason)"
         }
     }
 }

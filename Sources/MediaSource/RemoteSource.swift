@@ -2,12 +2,21 @@ import ByteCache
 import Foundation
 import RangeFetch
 import Synchronization
+import URLSupport
 
 /// A resource behind HTTP(S), read through a `RangeStore` (the disk cache, or memory when caching
 /// is off): cached bytes are served locally, misses become closed range requests sized by the
 /// readahead policy, and only the bytes that are not stored are ever requested.
+///
+/// One version: the first bytes handed to a reader pin the version (validators) they belong to.
+/// If the origin (or another process, through the cache) later shows a different version, the
+/// source is done: every read, prefetch and running fetch throws `SourceError.versionChanged`,
+/// so a reader never gets bytes of two versions. The job then restarts on a new source if it
+/// emitted nothing (`MediaSession.onOneVersion`), else fails.
 public final class RemoteSource: MediaSource {
+    /// The URL as shown (credentials redacted); `url` is the one requested.
     public let input: String
+    private let url: String
     private let fetcher: RangeFetcher
     private let cache: ByteCache?
     private let offline: Bool
@@ -24,21 +33,27 @@ public final class RemoteSource: MediaSource {
         /// Set once the origin has shown its size (from the store's validators or a response).
         var size: Int64?
         var readaheadLimit: Int64?
+        /// The version of the bytes handed to readers so far (nil before the first).
+        var pinned: ResourceValidators?
+        /// A version other than `pinned` was seen: nothing more is read through this source.
+        var versionChanged = false
     }
     private let state: Mutex<State>
 
-    init(input: String, fetcher: RangeFetcher, cache: ByteCache?, offline: Bool, readahead: ReadaheadPolicy,
+    init(url: String, fetcher: RangeFetcher, cache: ByteCache?, offline: Bool, readahead: ReadaheadPolicy,
          cancellation: Cancellation?) throws {
-        self.input = input
+        self.url = url
+        input = URLText.redacted(url)
         self.fetcher = fetcher
         self.cache = cache
         self.offline = offline
         self.cancellation = cancellation
-        let store: any RangeStore = try cache?.entry(for: input) ?? MemoryRangeStore()
+        let store: any RangeStore = try cache?.entry(for: url) ?? MemoryRangeStore()
         state = Mutex(State(store: store, readahead: ReadaheadState(policy: readahead), size: store.validators.size))
     }
 
     public var counters: SourceCounters { state.withLock { $0.counters } }
+    public var versionChanged: Bool { state.withLock { $0.versionChanged } }
     public var warnings: [String] { state.withLock { $0.warnings } }
 
     private var store: any RangeStore { state.withLock { $0.store } }
@@ -59,10 +74,16 @@ public final class RemoteSource: MediaSource {
         guard buffer.count > 0 else { return 0 }
         var fetchedForThisRead: Int64 = 0
         while true {
+            try ensureOneVersion()
             if let size = state.withLock({ $0.size }), offset >= size { return 0 }
             let store = self.store
+            let generation = store.generation
+            let validators = store.validators
             let n = try store.read(into: buffer, at: offset)
+            // The content may have been replaced while the bytes were copied: then look again.
+            if n > 0, store.generation != generation { continue }
             if n > 0 {
+                try pin(validators)
                 let fromCache = state.withLock { s -> Int64 in
                     s.readahead.didRead(at: offset, count: n)
                     let local = s.fetchedHere.gaps(in: offset..<offset + Int64(n)).reduce(0) { $0 + Int64($1.count) }
@@ -84,6 +105,7 @@ public final class RemoteSource: MediaSource {
     }
 
     public func prefetch(_ range: Range<Int64>) throws {
+        try ensureOneVersion()
         var wanted = range
         if let size = state.withLock({ $0.size }) { wanted = range.clamped(to: 0..<size) }
         var previousGap: Int64?
@@ -140,10 +162,11 @@ public final class RemoteSource: MediaSource {
         var deliveredEnd: Int64 = 0
         // The store and its version as this transfer's response left them: bytes go there only.
         var target = state.withLock { ($0.store, $0.store.generation) }
-        let validators = target.0.validators
+        // Guard the range with the version this reader has seen: a changed origin answers 200.
+        let validators = state.withLock { $0.pinned } ?? target.0.validators
         let outcome: FetchOutcome
         do {
-            outcome = try fetcher.fetch(url: input, range: range, ifRange: validators.etag ?? validators.lastModified,
+            outcome = try fetcher.fetch(url: url, range: range, ifRange: validators.etag ?? validators.lastModified,
                                         cancellation: cancellation, tally: &tally,
                                         onResponse: { info in
                                             try self.accept(info)
@@ -175,15 +198,54 @@ public final class RemoteSource: MediaSource {
             try endsAt(deliveredEnd)
             return nil
         case .pastEnd(let total):
-            try endsAt(total ?? range.lowerBound)
+            // A 416 is the end of the resource only at or past a size the origin has stated;
+            // anywhere else it is a lie or a broken server, never an empty success.
+            guard let end = total ?? state.withLock({ $0.size }), range.lowerBound >= end else {
+                throw SourceError.inconsistentOrigin(input: input, detail:
+                    "the server refused bytes \(range.lowerBound)-\(range.upperBound - 1) (416) without stating a size they lie beyond")
+            }
+            try endsAt(end)
             return nil
         }
     }
 
     /// The resource ends at `size`: remember it, so reads there are EOF.
     private func endsAt(_ size: Int64) throws {
-        try store.applyValidators(ResourceValidators(size: size), contentType: nil)
+        try learn(ResourceValidators(size: size), contentType: nil)
         state.withLock { $0.size = size }
+    }
+
+    /// Throws once the origin has shown a version other than the one read so far.
+    private func ensureOneVersion() throws {
+        if state.withLock({ $0.versionChanged }) { throw SourceError.versionChanged(input: input) }
+    }
+
+    /// Bytes of the version `validators` were handed to a reader: pin it, or fail if it is not
+    /// the version pinned before (another process replaced the cached content meanwhile).
+    private func pin(_ validators: ResourceValidators) throws {
+        try state.withLock { s in
+            if let pinned = s.pinned, pinned.conflicts(with: validators) {
+                s.versionChanged = true
+                throw SourceError.versionChanged(input: input)
+            }
+            s.pinned = s.pinned?.merged(with: validators) ?? validators
+        }
+    }
+
+    /// Records what the origin said about the resource. Returns true when stored bytes of an
+    /// older version were dropped; throws `versionChanged` when this reader had already used them.
+    @discardableResult
+    private func learn(_ validators: ResourceValidators, contentType: String?) throws -> Bool {
+        let dropped = try store.applyValidators(validators, contentType: contentType)
+        try state.withLock { s in
+            guard let pinned = s.pinned else { return }
+            if pinned.conflicts(with: validators) {
+                s.versionChanged = true
+                throw SourceError.versionChanged(input: input)
+            }
+            s.pinned = pinned.merged(with: validators)
+        }
+        return dropped
     }
 
     private struct StaleTransfer: Error {}
@@ -208,18 +270,19 @@ public final class RemoteSource: MediaSource {
         }
     }
 
-    /// Headers of a response: record the validators (dropping stored bytes of an older version),
-    /// move a too-large resource to memory, and note a server that ignores ranges.
+    /// Headers of a response: record the validators (dropping stored bytes of an older version,
+    /// failing if this reader used them), move a too-large resource to memory, and note a server
+    /// that ignores ranges.
     private func accept(_ info: ResponseInfo) throws {
         let validators = ResourceValidators(size: info.totalSize, etag: info.etag, lastModified: info.lastModified)
         let store = self.store
-        let changed = try store.applyValidators(validators, contentType: info.contentType)
+        let changed = try learn(validators, contentType: info.contentType)
         state.withLock { s in
             if let size = info.totalSize { s.size = size }
             if changed {
                 s.warnings.append("\(input) changed on the server; cached bytes of the old version were dropped")
-            }
-            if info.rangeIgnored, !s.warnings.contains(where: { $0.contains("ignores range") }) {
+            } else if info.rangeIgnored, !s.warnings.contains(where: { $0.contains("ignores range") }) {
+                // A 200 for a new version answers If-Range; only an unchanged resource shows that ranges are ignored.
                 s.warnings.append("the server of \(input) ignores range requests; reading from the start instead")
             }
         }
@@ -227,7 +290,7 @@ public final class RemoteSource: MediaSource {
             let memory = MemoryRangeStore()
             try memory.applyValidators(validators, contentType: info.contentType)
             state.withLock { $0.store = memory }
-            try cache.remove(url: input)
+            try cache.remove(url: url)
         }
     }
 }

@@ -1,6 +1,7 @@
 import CCurl
 
-/// Why a fetch failed, precise enough to decide on a retry and phrased for a person.
+/// Why a fetch failed, precise enough to decide on a retry and phrased for a person. URLs in it
+/// are shown as `URLText.redacted` makes them: credentials never appear in an error.
 public enum FetchError: Error, CustomStringConvertible, Equatable {
     /// The origin answered with an error status.
     case http(status: Int, url: String, retryAfter: Double?)
@@ -12,6 +13,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
     case connectionLost(url: String, detail: String)
     case tooManyRedirects(url: String)
     case unsupportedScheme(url: String)
+    /// The origin redirected to a URL mprobe does not follow (another scheme, such as `file://`).
+    case redirectRefused(url: String, target: String)
     /// The answer does not fit the request (e.g. a Content-Range other than the one asked for).
     case badResponse(url: String, detail: String)
     case cancelled(url: String)
@@ -30,7 +33,7 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .http(_, let u, _), .hostNotFound(let u), .connectionRefused(let u), .tls(let u, _), .timeout(let u),
              .connectionLost(let u, _), .tooManyRedirects(let u), .unsupportedScheme(let u),
-             .badResponse(let u, _), .cancelled(let u), .other(let u, _):
+             .redirectRefused(let u, _), .badResponse(let u, _), .cancelled(let u), .other(let u, _):
             return u
         }
     }
@@ -45,6 +48,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case .connectionLost(let url, let detail): return "connection lost while fetching \(url): \(detail)"
         case .tooManyRedirects(let url): return "too many redirects for \(url)"
         case .unsupportedScheme(let url): return "unsupported URL scheme in \(url) (use http, https, file or a local path)"
+        case .redirectRefused(let url, let target):
+            return "\(url) redirects to \(target), which mprobe does not follow (only http and https)"
         case .badResponse(let url, let detail): return "unexpected answer from \(url): \(detail)"
         case .cancelled(let url): return "fetch of \(url) was cancelled"
         case .other(let url, let detail): return "fetch of \(url) failed: \(detail)"
@@ -67,7 +72,7 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         }
     }
 
-    /// Maps a libcurl result to the error a person can act on.
+    /// Maps a libcurl result to the error a person can act on. `url` is the URL as shown (redacted).
     static func from(_ code: CURLcode, url: String, detail: String) -> FetchError {
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         switch code {

@@ -1,13 +1,17 @@
 /// How the fetcher talks to origins.
 public struct FetchOptions: Sendable {
-    /// Seconds to establish a connection, and seconds without any received byte before a
-    /// transfer counts as stalled. Both end in `FetchError.timeout`.
+    /// Seconds to establish a connection, and seconds without progress before a transfer counts
+    /// as stalled: no byte at all, or fewer than `lowSpeedLimit` bytes per second on average over
+    /// that long (a server dripping bytes). Both end in `FetchError.timeout`; a timed-out request
+    /// is retried once, so a stalled origin fails within about twice this.
     public var timeout: Double = 30
+    /// Bytes per second below which a transfer makes no real progress (see `timeout`).
+    public var lowSpeedLimit: Double = 1024
     public var maxRedirects = 10
     /// Extra CA bundle (PEM) for origins with a private CA; the system CAs are used otherwise.
     public var caCertPath: String?
-    /// Retries of transient failures (timeouts, dropped connections, 5xx, 429), each resuming
-    /// at the first byte not yet received.
+    /// Retries of transient failures (dropped connections, 5xx, 429; timeouts only once), each
+    /// resuming at the first byte not yet received.
     public var maxRetries = 3
     /// First backoff delay in seconds; doubles on each retry.
     public var retryDelay: Double = 0.25

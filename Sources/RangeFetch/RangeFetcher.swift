@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import Synchronization
+import URLSupport
 
 /// Closed HTTP range requests through libcurl.
 ///
@@ -24,7 +25,9 @@ public final class RangeFetcher: Sendable {
     /// - `onResponse` sees each response's headers before its first body byte; throwing aborts.
     ///   With `rangeIgnored` the body starts at 0 and `onData` also gets the bytes before the range.
     /// - Transient failures are retried with backoff, resuming at the first missing byte with
-    ///   `If-Range` set to the validator of the response that broke off.
+    ///   `If-Range` set to the validator of the response that broke off. A timeout is retried once.
+    /// - `pastEnd` means a `416` that did not contradict itself; whether the range really lies past
+    ///   the end is for the caller to judge against the size it knows.
     /// - `ifRange` (an ETag or Last-Modified) makes the server send the whole new body instead
     ///   of a range if the resource changed.
     /// - `tally` gains this call's requests, new connections and received bytes.
@@ -36,12 +39,13 @@ public final class RangeFetcher: Sendable {
         var start = range.lowerBound
         var validator = ifRange
         var attempt = 0
+        var timedOut = false
         while true {
             let outcome: Result<FetchOutcome, Error>
             let performed = try withoutActuallyEscaping(onResponse) { onResponse in
                 try withoutActuallyEscaping(onData) { onData in
                     let t = RangeTransfer(url: url, requested: start..<range.upperBound, cancellation: cancellation,
-                                          stallTimeout: options.timeout,
+                                          stallTimeout: options.timeout, lowSpeedLimit: options.lowSpeedLimit,
                                           onResponse: onResponse, onData: onData)
                     return try perform(t, ifRange: validator)
                 }
@@ -56,11 +60,18 @@ public final class RangeFetcher: Sendable {
             case .failure(let error):
                 guard let fetchError = error as? FetchError, fetchError.isTransient, attempt < options.maxRetries,
                       cancellation?.isCancelled != true else { throw error }
+                // A server that stalled or dripped twice will do it again: fail within ~2 timeouts.
+                if case .timeout = fetchError {
+                    if timedOut { throw error }
+                    timedOut = true
+                }
                 if let info = performed.info, info.status == 206 {
                     start = max(start, performed.next)
                     validator = info.etag ?? info.lastModified ?? validator
+                    // Every byte came before the connection broke: asking again would be an inverted range.
+                    if start >= range.upperBound { return .delivered(info) }
                 }
-                try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: url)
+                try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: URLText.redacted(url))
                 attempt += 1
             }
         }
@@ -79,7 +90,8 @@ public final class RangeFetcher: Sendable {
         let easy = try takeHandle()
         defer { returnHandle(easy) }
         transfer.easy = easy
-        var headerLines: [String] = []
+        // Compressed bodies are not the file's bytes: ask for them as they are on disk.
+        var headerLines = ["Accept-Encoding: identity"]
         if let ifRange { headerLines.append("If-Range: \(ifRange)") }
         let headers = CurlStringList(headerLines)
         try configure(easy, transfer: transfer, headers: headers)
@@ -96,24 +108,43 @@ public final class RangeFetcher: Sendable {
     }
 
     private func result(of transfer: RangeTransfer, code: CURLcode) -> Result<FetchOutcome, Error> {
+        let url = transfer.shownURL
         if let failure = transfer.failure { return .failure(failure) }
         let finished = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
         guard finished else {
-            if transfer.stalled { return .failure(FetchError.timeout(url: transfer.url)) }
-            return .failure(FetchError.from(code, url: transfer.url, detail: ""))
+            if transfer.stalled { return .failure(FetchError.timeout(url: url)) }
+            // A redirect to a scheme we do not follow (file://, ftp://...) is refused by libcurl.
+            if code == CURLE_UNSUPPORTED_PROTOCOL,
+               let target = transfer.easy?.infoString(CURLINFO_REDIRECT_URL) ?? transfer.header("location") {
+                return .failure(FetchError.redirectRefused(url: url, target: URLText.redacted(target)))
+            }
+            return .failure(FetchError.from(code, url: url, detail: ""))
         }
         switch transfer.status {
         case 200, 206:
             do {
-                return .success(.delivered(try transfer.makeInfo()))
+                let info = try transfer.makeInfo()
+                if transfer.endedShort {
+                    let announced = transfer.announcedEnd ?? transfer.nextOffset
+                    return .failure(FetchError.connectionLost(url: url, detail:
+                        "the body ended at byte \(transfer.nextOffset) of the \(info.bodyStart)-\(announced - 1) it announced"))
+                }
+                return .success(.delivered(info))
             } catch {
                 return .failure(error)
             }
         case 416:
-            let total = transfer.header("content-range").flatMap(ContentRange.init)?.total
+            guard let value = transfer.header("content-range") else { return .success(.pastEnd(totalSize: nil)) }
+            guard let total = ContentRange(value)?.total else {
+                return .failure(FetchError.badResponse(url: url, detail: "416 with an impossible Content-Range \(value)"))
+            }
+            guard transfer.requested.lowerBound >= total else {
+                return .failure(FetchError.badResponse(url: url, detail:
+                    "it refused bytes \(transfer.requested.lowerBound)-\(transfer.requested.upperBound - 1) (416) of a resource it says has \(total) bytes"))
+            }
             return .success(.pastEnd(totalSize: total))
         default:
-            return .failure(FetchError.http(status: transfer.status, url: transfer.url, retryAfter: transfer.retryAfter))
+            return .failure(FetchError.http(status: transfer.status, url: url, retryAfter: transfer.retryAfter))
         }
     }
 

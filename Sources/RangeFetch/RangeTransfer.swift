@@ -1,22 +1,35 @@
 import CCurl
 import Foundation
+import URLSupport
 
 /// The state of one HTTP range request while libcurl runs it: what was asked, the headers seen
 /// so far, and where the next body byte belongs. libcurl's C callbacks reach it through an
 /// unretained pointer; `RangeFetcher.perform` keeps it alive for the whole transfer.
 final class RangeTransfer {
+    /// Response headers past this size are an attack or a broken server, not a media origin.
+    static let maxHeaderBytes = 64 << 10
+
+    /// The URL requested (it may carry credentials) and as errors show it.
     let url: String
+    let shownURL: String
     let requested: Range<Int64>
     let onResponse: (ResponseInfo) throws -> Void
     let onData: (Int64, UnsafeRawBufferPointer) throws -> Void
     let cancellation: Cancellation?
-    /// Seconds without a received byte after which the transfer counts as stalled.
+    /// Seconds without progress after which the transfer counts as stalled (`FetchOptions.timeout`).
     let stallTimeout: Double
+    /// Bytes per second a transfer must average over `stallTimeout` (`FetchOptions.lowSpeedLimit`).
+    let lowSpeedLimit: Double
     weak var easy: CurlEasy?
     /// When the last header or body byte arrived (uptime seconds).
     private var lastActivity = ProcessInfo.processInfo.systemUptime
-    /// Set when the progress callback aborted a stalled transfer.
+    /// The current low-speed window: when it began and the bytes received in it.
+    private var windowStart = ProcessInfo.processInfo.systemUptime
+    private var windowBytes = 0
+    /// Set when the progress callback aborted a stalled or dripping transfer.
     private(set) var stalled = false
+    /// Header bytes of the current response.
+    private var headerBytes = 0
 
     /// "2" for an HTTP/2 response, else "1.1" (from the status line).
     private(set) var httpVersion = "1.1"
@@ -26,19 +39,23 @@ final class RangeTransfer {
     private(set) var info: ResponseInfo?
     /// Offset the next body byte belongs at.
     private(set) var nextOffset: Int64 = 0
+    /// End of the bytes a `206` announced in its `Content-Range`: a body must reach it exactly.
+    private(set) var announcedEnd: Int64?
     private(set) var bodyBytes: Int64 = 0
     /// Set when a callback failed; libcurl only sees "abort".
     var failure: Error?
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
     private(set) var stoppedEarly = false
 
-    init(url: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double,
+    init(url: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double, lowSpeedLimit: Double,
          onResponse: @escaping (ResponseInfo) throws -> Void,
          onData: @escaping (Int64, UnsafeRawBufferPointer) throws -> Void) {
         self.url = url
+        shownURL = URLText.redacted(url)
         self.requested = requested
         self.cancellation = cancellation
         self.stallTimeout = stallTimeout
+        self.lowSpeedLimit = lowSpeedLimit
         self.onResponse = onResponse
         self.onData = onData
     }
@@ -48,45 +65,69 @@ final class RangeTransfer {
     func header(_ name: String) -> String? { headers[name] }
 
     /// One header line from libcurl. A status line starts a new response (after a redirect or
-    /// a `100 Continue`), so it clears what the previous response said.
-    func receiveHeaderLine(_ line: String) {
-        lastActivity = ProcessInfo.processInfo.systemUptime
+    /// a `100 Continue`), so it clears what the previous response said. Returns false to abort
+    /// (headers beyond `maxHeaderBytes`).
+    func receiveHeaderLine(_ line: String, byteCount: Int) -> Bool {
+        noteProgress(byteCount)
         let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.hasPrefix("HTTP/") {
             let parts = trimmed.split(separator: " ")
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             httpVersion = String(parts[0].dropFirst("HTTP/".count))
             headers = [:]
-            return
+            headerBytes = byteCount
+            return true
         }
-        guard let colon = trimmed.firstIndex(of: ":") else { return }
+        headerBytes += byteCount
+        guard headerBytes <= RangeTransfer.maxHeaderBytes else {
+            failure = FetchError.badResponse(url: shownURL, detail:
+                "its response headers exceed \(RangeTransfer.maxHeaderBytes >> 10) KiB")
+            return false
+        }
+        guard let colon = trimmed.firstIndex(of: ":") else { return true }
         let name = trimmed[..<colon].lowercased()
         headers[name] = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        return true
     }
 
-    /// Builds and checks the response description before the first body byte is used.
+    /// Builds and checks the response description before the first body byte is used: an encoded
+    /// body, a Content-Range other than the one asked for, or lengths that disagree are refused.
     func makeInfo() throws -> ResponseInfo {
         if let info { return info }
         let effective = easy?.infoString(CURLINFO_EFFECTIVE_URL) ?? url
         var result = ResponseInfo(status: status, totalSize: nil, etag: header("etag"),
                                   lastModified: header("last-modified"), contentType: header("content-type"),
                                   effectiveURL: effective, bodyStart: 0, httpVersion: httpVersion)
+        if let encoding = header("content-encoding"), encoding.lowercased() != "identity" {
+            // We ask for identity; a compressed body is not the file's bytes at any offset.
+            throw FetchError.badResponse(url: shownURL, detail:
+                "the body came encoded (Content-Encoding: \(encoding)) although identity was asked for")
+        }
+        let length = header("content-length")
         if status == 206 {
             guard let value = header("content-range"), let range = ContentRange(value),
                   let first = range.first, let last = range.last else {
-                throw FetchError.badResponse(url: url, detail: "206 without a usable Content-Range")
+                throw FetchError.badResponse(url: shownURL, detail: "206 without a usable Content-Range")
             }
             let wantedLast = requested.upperBound - 1
             // The server may end early only at the end of the resource.
             let endsWhereAsked = last == wantedLast || (last < wantedLast && range.total == last + 1)
             guard first == requested.lowerBound, endsWhereAsked else {
-                throw FetchError.badResponse(url: url, detail:
+                throw FetchError.badResponse(url: shownURL, detail:
                     "asked for bytes \(requested.lowerBound)-\(wantedLast), got Content-Range \(value)")
+            }
+            if let length, ContentRange.number(length) != last - first + 1 {
+                throw FetchError.badResponse(url: shownURL, detail:
+                    "Content-Length \(length) disagrees with Content-Range \(value)")
             }
             result.totalSize = range.total
             result.bodyStart = first
-        } else if status == 200 {
-            result.totalSize = header("content-length").flatMap { Int64($0) }
+            announcedEnd = last + 1
+        } else if status == 200, let length {
+            guard let size = ContentRange.number(length) else {
+                throw FetchError.badResponse(url: shownURL, detail: "impossible Content-Length \(length)")
+            }
+            result.totalSize = size
         }
         info = result
         nextOffset = result.bodyStart
@@ -97,12 +138,16 @@ final class RangeTransfer {
     /// A piece of body. Error bodies are read and dropped so the connection stays usable.
     /// Returns false to make libcurl abort.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        lastActivity = ProcessInfo.processInfo.systemUptime
+        noteProgress(bytes.count)
         bodyBytes += Int64(bytes.count)
         guard isSuccessStatus else { return true }
         do {
             _ = try makeInfo()
             let start = nextOffset
+            if let announcedEnd, start + Int64(bytes.count) > announcedEnd {
+                throw FetchError.badResponse(url: shownURL, detail:
+                    "the body runs past the end of its Content-Range (byte \(announcedEnd - 1))")
+            }
             nextOffset += Int64(bytes.count)
             // A 200 body starts at 0: keep what lies before the end of the request, so the
             // cache gains it, and stop once the requested range is complete.
@@ -121,13 +166,37 @@ final class RangeTransfer {
         }
     }
 
+    /// A `206` body that ended cleanly before its Content-Range did: the bytes that came are
+    /// right, the rest must be fetched again.
+    var endedShort: Bool {
+        guard status == 206, let announcedEnd else { return false }
+        return nextOffset < announcedEnd
+    }
+
+    private func noteProgress(_ count: Int) {
+        lastActivity = ProcessInfo.processInfo.systemUptime
+        windowBytes += count
+    }
+
     /// Polled by libcurl about once a second or more: true stops the transfer. libcurl's own
-    /// low-speed check averages over several seconds, so a stall is detected here instead.
+    /// low-speed check averages over several seconds, so stalls are detected here instead: no
+    /// byte for `stallTimeout`, or fewer than `lowSpeedLimit` bytes per second over a window of
+    /// that length (a drip that would otherwise hold the job forever).
     func shouldAbort() -> Bool {
         if cancellation?.isCancelled == true { return true }
-        if ProcessInfo.processInfo.systemUptime - lastActivity > stallTimeout {
+        let now = ProcessInfo.processInfo.systemUptime
+        if now - lastActivity > stallTimeout {
             stalled = true
             return true
+        }
+        let window = now - windowStart
+        if window >= stallTimeout {
+            if Double(windowBytes) < lowSpeedLimit * window {
+                stalled = true
+                return true
+            }
+            windowStart = now
+            windowBytes = 0
         }
         return false
     }
@@ -152,11 +221,9 @@ let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
     guard let context else { return 0 }
     let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
     let n = size * count
-    if let data, n > 0 {
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
-        transfer.receiveHeaderLine(line)
-    }
-    return n
+    guard let data, n > 0 else { return n }
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
+    return transfer.receiveHeaderLine(line, byteCount: n) ? n : 0
 }
 
 /// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation, stall).

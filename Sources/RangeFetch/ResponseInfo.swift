@@ -2,6 +2,10 @@ import Foundation
 
 /// What the origin said about the resource, from the headers of a range request.
 public struct ResponseInfo: Sendable, Equatable {
+    /// The largest size a resource may claim (1 PiB): larger totals and lengths from the network
+    /// are lies or attacks, and offsets computed from them must never overflow.
+    public static let maxResourceSize: Int64 = 1 << 50
+
     public var status: Int
     /// Total size of the resource (from `Content-Range`, or `Content-Length` of a `200`).
     public var totalSize: Int64?
@@ -27,7 +31,9 @@ public enum FetchOutcome: Sendable, Equatable {
     case pastEnd(totalSize: Int64?)
 }
 
-/// Parsing of `Content-Range: bytes a-b/total` (or `bytes */total` on a 416).
+/// Parsing of `Content-Range: bytes a-b/total` (or `bytes */total` on a 416). Numbers from the
+/// network are hostile: anything negative, inverted, past the total or beyond
+/// `ResponseInfo.maxResourceSize` makes the whole header unusable (nil).
 struct ContentRange: Equatable {
     var first: Int64?
     var last: Int64?
@@ -39,12 +45,23 @@ struct ContentRange: Equatable {
         let rest = v.dropFirst(5).trimmingCharacters(in: .whitespaces)
         let parts = rest.split(separator: "/", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { return nil }
-        total = parts[1] == "*" ? nil : Int64(parts[1])
-        if parts[1] != "*" && total == nil { return nil }
+        if parts[1] != "*" {
+            guard let total = ContentRange.number(parts[1]) else { return nil }
+            self.total = total
+        }
         if parts[0] == "*" { return }
         let bounds = parts[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let f = Int64(bounds[0]), let l = Int64(bounds[1]), f <= l else { return nil }
+        guard bounds.count == 2, let f = ContentRange.number(bounds[0]), let l = ContentRange.number(bounds[1]), f <= l
+        else { return nil }
+        if let total, l >= total { return nil }
         first = f
         last = l
+    }
+
+    /// A decimal byte count in 0...maxResourceSize ("+5", "-5", " 5" and overflow are refused).
+    static func number<S: StringProtocol>(_ text: S) -> Int64? {
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int64(text),
+              n <= ResponseInfo.maxResourceSize else { return nil }
+        return n
     }
 }

@@ -26,9 +26,14 @@ static func mainHelp() -> String {
 }
 
 static func runMain(_ argv: [String]) -> ExitCode {
-    guard let first = argv.first, first != "--help", first != "-h", first != "help" || argv.count > 1 else {
+    guard let first = argv.first else {
+        // No arguments is a usage error: the help goes where errors go.
+        Console.writeStderr(mainHelp() + "\n")
+        return .usage
+    }
+    guard first != "--help", first != "-h", first != "help" || argv.count > 1 else {
         Console.out(mainHelp())
-        return argv.isEmpty ? .usage : .success
+        return .success
     }
     if first == "help" {
         guard let command = commands.first(where: { $0.name == argv[1] }) else {

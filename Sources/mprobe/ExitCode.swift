@@ -17,6 +17,8 @@ enum ExitCode: Int32, CaseIterable {
     case media = 5
     /// A local file or the cache directory could not be read or written.
     case localIO = 6
+    /// An error no part of mprobe expected: a bug.
+    case internalError = 70
     case cancelled = 130
 
     var meaning: String {
@@ -28,10 +30,13 @@ enum ExitCode: Int32, CaseIterable {
         case .offlineMiss: return "--offline and the needed bytes are not cached"
         case .media: return "not readable media (malformed, truncated, unsupported)"
         case .localIO: return "local file or cache directory error"
+        case .internalError: return "internal error (a bug in mprobe: please report it)"
         case .cancelled: return "interrupted"
         }
     }
 
+    /// Every error type the libraries throw maps here on purpose; an unknown one is a bug, not
+    /// "malformed media".
     static func forError(_ error: Error) -> ExitCode {
         switch error {
         case is UsageError: return .usage
@@ -42,12 +47,14 @@ enum ExitCode: Int32, CaseIterable {
             switch e {
             case .offlineMiss: return .offlineMiss
             case .fileNotFound, .fileUnreadable: return .localIO
-            case .unsupportedInput: return .usage
-            case .inconsistentOrigin: return .network
+            case .unsupportedInput, .invalidURL: return .usage
+            case .inconsistentOrigin, .versionChanged: return .network
             }
         case is CacheError, is SQLiteError: return .localIO
-        case let e as MediaError where e == .interrupted: return .cancelled
-        default: return .media
+        case let e as MediaError: return e == .interrupted ? .cancelled : .media
+        case is FFmpegError: return .media
+        case is OutputError: return .localIO
+        default: return .internalError
         }
     }
 }

@@ -21,16 +21,19 @@ final class ProgressBar: @unchecked Sendable {
 
     /// A bar filled to `fraction` followed by `text`.
     func update(fraction: Double, text: String) {
-        guard enabled else { return }
         let width = 24
         let filled = Int(min(1, max(0, fraction)) * Double(width))
-        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
-            + text + "\u{1B}[K"
-        lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+        update(text: "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] " + text)
+    }
+
+    /// Just `text`, for work whose total is not known (a list read as it goes).
+    func update(text: String) {
+        guard enabled else { return }
+        lock.withLock { Console.writeStderr("\r" + text + "\u{1B}[K") }
     }
 
     func finish() {
         guard enabled else { return }
-        lock.withLock { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        lock.withLock { Console.writeStderr("\r\u{1B}[K") }
     }
 }

@@ -12,6 +12,12 @@ class CLITestCase: XCTestCase {
 
     var cacheDir: String { dir.file("cache") }
 
+    /// The project's `Samples/` folder, and a file in it.
+    static let samplesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Samples").path
+
+    func samplePath(_ name: String) -> String { CLITestCase.samplesDirectory + "/" + name }
+
     @discardableResult
     func mprobe(_ args: [String], environment: [String: String]? = nil, expect status: Int32? = 0,
                 file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {

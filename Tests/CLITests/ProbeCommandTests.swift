@@ -4,15 +4,12 @@ import XCTest
 
 /// `mprobe URL` / `mprobe probe` with the built binary: output, batches and bad input.
 final class ProbeCommandTests: CLITestCase {
-    static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Samples").path
-
     func sample(_ name: String) throws -> [UInt8] {
-        Array(try Data(contentsOf: URL(fileURLWithPath: Self.samples + "/" + name)))
+        Array(try Data(contentsOf: URL(fileURLWithPath: CLITestCase.samplesDirectory + "/" + name)))
     }
 
     func testBareURLProbesWithHumanOutput() throws {
-        let nginx = try NginxServer(root: Self.samples)
+        let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let out = try mprobe([nginx.url("/moov-at-end.mp4"), "--cache-dir", cacheDir, "-v"]).stdoutString
         XCTAssertTrue(out.contains("moov at end"), out)
         XCTAssertTrue(out.contains("h264 (High)  320x180  25 fps  yuv420p"), out)
@@ -21,7 +18,7 @@ final class ProbeCommandTests: CLITestCase {
     }
 
     func testJSONHasTheDocumentedShape() throws {
-        let nginx = try NginxServer(root: Self.samples)
+        let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let url = nginx.url("/faststart.mp4")
         let j = try json(try mprobe(["probe", url, "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(j["url"] as? String, url)
@@ -51,9 +48,9 @@ final class ProbeCommandTests: CLITestCase {
     }
 
     func testBatchKeepsInputOrderAndReportsEachFailure() throws {
-        let nginx = try NginxServer(root: Self.samples)
-        let inputs = [nginx.url("/faststart.mp4"), nginx.url("/missing.mp4"), Self.samples + "/sample.webm",
-                      nginx.url("/moov-at-end.mp4"), Self.samples + "/sample.mp3"]
+        let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
+        let inputs = [nginx.url("/faststart.mp4"), nginx.url("/missing.mp4"), CLITestCase.samplesDirectory + "/sample.webm",
+                      nginx.url("/moov-at-end.mp4"), CLITestCase.samplesDirectory + "/sample.mp3"]
         let result = try mprobe(["probe", "--json", "-j", "3", "--cache-dir", cacheDir] + inputs, expect: 1)
         let lines = result.stdoutString.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         XCTAssertEqual(lines.map { $0?["url"] as? String }, inputs, "JSON Lines in input order")
@@ -100,7 +97,7 @@ final class ProbeCommandTests: CLITestCase {
     }
 
     func testOfflineProbeAfterAnOnlineOne() throws {
-        let nginx = try NginxServer(root: Self.samples)
+        let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let url = nginx.url("/moov-at-end.mp4")
         try mprobe([url, "--cache-dir", cacheDir])
         nginx.stop()

@@ -90,4 +90,85 @@ final class RemoteSourceFaultTests: XCTestCase {
             XCTAssertTrue("\(error)".contains(server.url("/gone")))
         }
     }
+
+    func testAReaderThatUsedTheOldVersionNeverGetsBytesOfTheNewOne() throws {
+        let dir = try TempDirectory()
+        let v1 = randomBytes(2_000_000, seed: 31), v2 = randomBytes(2_000_000, seed: 32)
+        let server = try FaultServer()
+        server.route("/v", .serve(body: v1, etag: "\"v1\""))
+        let session = try session(dir)
+        let source = try session.open(server.url("/v"))
+        XCTAssertEqual(try readAll(source, 0..<100_000), Array(v1[0..<100_000]))
+        server.route("/v", .serve(body: v2, etag: "\"v2\""))
+        XCTAssertThrowsError(try readAll(source, 1_500_000..<1_510_000)) { error in
+            XCTAssertEqual(error as? SourceError, .versionChanged(input: server.url("/v")))
+        }
+        XCTAssertThrowsError(try readAll(source, 0..<10), "a source that saw the change is finished")
+        XCTAssertTrue(source.versionChanged)
+        // A new reader gets a new source and the new version, whole.
+        let fresh = try session.open(server.url("/v"))
+        XCTAssertFalse(fresh === source)
+        XCTAssertEqual(try readAll(fresh, 0..<2_000_000), v2)
+    }
+
+    func testAnotherProcessReplacingTheCachedVersionIsNotMixedIn() throws {
+        let dir = try TempDirectory()
+        let v1 = randomBytes(3_000_000, seed: 33), v2 = randomBytes(3_000_000, seed: 34)
+        let server = try FaultServer()
+        server.route("/v", .serve(body: v1, etag: "\"v1\""))
+        let reader = try session(dir).open(server.url("/v"))
+        XCTAssertEqual(try readAll(reader, 0..<100_000), Array(v1[0..<100_000]))
+        // Another process (its own ByteCache on the same directory) meets v2 and replaces the entry.
+        server.route("/v", .serve(body: v2, etag: "\"v2\""))
+        let other = try session(dir).open(server.url("/v"))
+        XCTAssertEqual(try readAll(other, 1_000_000..<1_100_000), Array(v2[1_000_000..<1_100_000]))
+        // The first reader must not pick up v2's bytes from the shared cache.
+        XCTAssertThrowsError(try readAll(reader, 1_000_000..<1_100_000)) { error in
+            XCTAssertEqual(error as? SourceError, .versionChanged(input: server.url("/v")))
+        }
+    }
+
+    func testAJobThatMetAChangeRunsOnceMoreOnTheNewVersion() throws {
+        let dir = try TempDirectory()
+        let v1 = randomBytes(1_000_000, seed: 35), v2 = randomBytes(1_000_000, seed: 36)
+        let server = try FaultServer()
+        server.route("/v", .serve(body: v1, etag: "\"v1\""))
+        let session = try session(dir)
+        var attempts = 0
+        let bytes = try session.onOneVersion { () throws -> [UInt8] in
+            attempts += 1
+            let source = try session.open(server.url("/v"))
+            let head = try readAll(source, 0..<300_000)
+            if attempts == 1 { server.route("/v", .serve(body: v2, etag: "\"v2\"")) }
+            return head + (try readAll(source, 300_000..<1_000_000))
+        }
+        XCTAssertEqual(attempts, 2)
+        XCTAssertTrue(bytes == v2, "the result is all of one version")
+    }
+
+    func testA416WhereTheResourceHasBytesIsNotTheEnd() throws {
+        let dir = try TempDirectory()
+        let server = try FaultServer()
+        server.route("/v", .fixed(status: 416, headers: [], body: []))
+        let source = try session(dir).open(server.url("/v"))
+        XCTAssertThrowsError(try readAll(source, 1000..<2000)) { error in
+            guard case .inconsistentOrigin(_, let detail)? = error as? SourceError else { return XCTFail("got \(error)") }
+            XCTAssertTrue(detail.contains("416"), detail)
+        }
+    }
+
+    func testNonsenseSizesAreNeitherTrustedNorStored() throws {
+        let dir = try TempDirectory()
+        let server = try FaultServer()
+        server.route("/v", .fixed(status: 206, headers: [("Content-Range", "bytes 0-65535/-5")],
+                                  body: randomBytes(65_536, seed: 37)))
+        for _ in 0..<2 { // the second time proves nothing poisoned the cache
+            let source = try session(dir).open(server.url("/v"))
+            XCTAssertThrowsError(try readAll(source, 0..<100)) { error in
+                guard case .badResponse? = error as? FetchError else { return XCTFail("got \(error)") }
+            }
+            XCTAssertThrowsError(try source.size())
+        }
+        XCTAssertNil(try ByteCache(directory: dir.file("cache")).resource(for: server.url("/v"))?.size)
+    }
 }

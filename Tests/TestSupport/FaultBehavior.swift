@@ -30,4 +30,12 @@ public indirect enum FaultBehavior: Sendable {
     case shortBody(body: [UInt8], missing: Int)
     /// Waits `seconds` before sending anything: a slow server.
     case delay(seconds: Double, then: FaultBehavior)
+    /// Exactly this response whatever was asked: `status`, `headers`, `body`, and a
+    /// `Content-Length` of `contentLength` (the body's length when nil, none with -1; the
+    /// connection closes after the body when the announced length differs from it). A lying or
+    /// broken server: a hostile Content-Range, an encoded body, a length that is not the body's.
+    case fixed(status: Int, headers: [(String, String)], body: [UInt8], contentLength: Int? = nil)
+    /// Like `then`, but the body trickles out at `bytesPerSecond`: a server that is not stalled,
+    /// only too slow to be useful.
+    case drip(bytesPerSecond: Int, then: FaultBehavior)
 }

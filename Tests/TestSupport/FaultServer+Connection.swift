@@ -70,7 +70,7 @@ struct FaultConnection {
         guard headSent else { return false }
         if headOnly { return plan.dropAfter == nil }
 
-        let limit = min(plan.contentLength, plan.dropAfter ?? Int.max)
+        let limit = min(plan.contentLength, plan.dropAfter ?? Int.max, plan.bodyRange.count)
         var sent = 0
         var stalls = plan.stalls[...]
         let ok = plan.body.withUnsafeBytes { body -> Bool in
@@ -84,6 +84,10 @@ struct FaultConnection {
                 if sent >= limit { return true }
                 var end = min(limit, sent + 256 * 1024)
                 if let stall = stalls.first { end = min(end, stall.offset) }
+                if let rate = plan.dripBytesPerSecond {
+                    end = min(end, sent + 1)
+                    if !core.sleep(1 / Double(rate)) { return false }
+                }
                 guard let base else { return true }
                 let chunk = UnsafeRawBufferPointer(start: base + sent, count: end - sent)
                 guard LoopbackSocket.sendAll(fd, chunk) else { return false }

@@ -15,10 +15,14 @@ struct ResponsePlan {
     var delay: Double = 0
     /// No Content-Length: the body ends when the connection closes.
     var closeDelimited = false
+    /// A Content-Length to announce instead of the body's own length.
+    var announcedLength: Int? = nil
+    /// Send the body in one-byte steps at this rate.
+    var dripBytesPerSecond: Int? = nil
 
-    /// The announced Content-Length: always the full selected range, even when a fault
-    /// means fewer bytes will actually arrive.
-    var contentLength: Int { bodyRange.count }
+    /// The announced Content-Length: the full selected range (even when a fault means fewer
+    /// bytes will actually arrive), or what a `.fixed` response claims.
+    var contentLength: Int { announcedLength ?? bodyRange.count }
 
     init(status: Int, headers: [(String, String)], body: [UInt8], bodyRange: Range<Int>? = nil) {
         self.status = status
@@ -133,6 +137,21 @@ extension FaultBehavior {
         case let .delay(seconds, then):
             var plan = then.plan(for: request, index: index)
             plan.delay += seconds
+            return plan
+
+        case let .fixed(status, headers, body, contentLength):
+            var plan = ResponsePlan(status: status, headers: headers, body: body)
+            if contentLength == -1 {
+                plan.closeDelimited = true
+            } else if let contentLength, contentLength != body.count {
+                plan.announcedLength = contentLength
+                plan.dropAfter = body.count // what there is, then the connection closes
+            }
+            return plan
+
+        case let .drip(rate, then):
+            var plan = then.plan(for: request, index: index)
+            plan.dripBytesPerSecond = max(1, rate)
             return plan
         }
     }

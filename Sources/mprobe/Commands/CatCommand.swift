@@ -1,4 +1,5 @@
 import MediaSource
+import URLSupport
 
 /// `mprobe cat URL [--range A-B]`: the bytes, through the cache, to stdout.
 enum CatCommand: Command {
@@ -19,17 +20,45 @@ enum CatCommand: Command {
     static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["range"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions
 
+    /// Bytes of the first missing gap fetched before anything is written (one readahead window).
+    static let firstGapProbe: Int64 = 256 << 10
+
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.count == 1 else { throw UsageError("cat needs exactly one URL or path") }
         let options = GlobalOptions(args)
         let requested = try args.value("range").map(parseRange)
         let session = try options.session()
-        let source = try session.open(args.positionals[0])
-        defer { report(source, verbose: args.flag("verbose")) }
+        let input = args.positionals[0]
+        var written: Int64 = 0
+        do {
+            // One version: if the resource changes before a byte was written, start over on the
+            // new version; after that the output would mix two versions, so it is an error (exit 3).
+            try session.onOneVersion {
+                guard written == 0 else { throw SourceError.versionChanged(input: URLText.redacted(input)) }
+                try copy(try session.open(input), range: requested, verbose: args.flag("verbose"), written: &written)
+            }
+        } catch OutputError.closed {
+            return .success // the reader went away (`| head`): a quiet stop
+        } catch SourceError.versionChanged(let shown) where written > 0 {
+            throw SourceError.inconsistentOrigin(input: shown, detail:
+                "changed on the server after \(written) bytes of the old version were written; the output is incomplete (run again)")
+        }
+        return .success
+    }
 
+    /// Writes the bytes of `range` (all of them without one) to stdout, counting them in `written`.
+    private static func copy(_ source: any MediaSource, range requested: Range<Int64>?, verbose: Bool,
+                             written: inout Int64) throws {
+        defer { report(source, verbose: verbose) }
         var offset = requested?.lowerBound ?? 0
         let end = requested?.upperBound ?? Int64.max
         source.limitReadahead(to: requested?.upperBound)
+        // Ask the origin before the first byte goes out: if it changed since the cached bytes were
+        // stored, the job learns it now and starts over on the new version, instead of failing after
+        // printing old bytes. (The first missing window would be fetched next anyway.)
+        if let gap = source.missingRanges(in: offset..<end).first {
+            try source.prefetch(gap.lowerBound..<gap.lowerBound + min(Int64(gap.count), firstGapProbe))
+        }
         let chunk = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
@@ -37,14 +66,10 @@ enum CatCommand: Command {
             let want = Int(min(Int64(chunk), end - offset))
             let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
             if n == 0 { break }
-            do {
-                try Console.writeStdout(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            } catch is StdoutClosed {
-                return .success
-            }
+            try Console.writeStdout(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            written += Int64(n)
             offset += Int64(n)
         }
-        return .success
     }
 
     /// `A-B` inclusive, or `A-` to the end.

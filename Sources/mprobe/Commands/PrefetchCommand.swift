@@ -34,8 +34,7 @@ enum PrefetchCommand: Command {
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = GlobalOptions(args)
         let window = try WindowOptions(args)
-        let inputs = try Batch.inputs(operands: args.positionals, listFile: args.value("i"))
-        guard !inputs.isEmpty else { throw UsageError("prefetch needs at least one URL") }
+        let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         let jobs = try jobsOption(args)
         var prefetcher = Prefetcher()
         if let text = args.value("connections") {
@@ -44,10 +43,10 @@ enum PrefetchCommand: Command {
         }
         let planOnly = args.flag("plan")
         let session = try options.session()
-        let bar = ProgressBar(quiet: args.flag("quiet") || options.json || inputs.count > 1)
+        let bar = ProgressBar(quiet: args.flag("quiet") || options.json || !inputs.isSingleOperand)
         let fetcher = prefetcher
         var failures = BatchFailures(json: options.json)
-        Batch.run(inputs, jobs: jobs, work: { _, input in
+        let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
             Result { () throws -> PrefetchResult in
                 let started = Date()
                 let (plan, context, source) = try PrefetchPlanner().plan(input, session: session, start: window.start,
@@ -78,6 +77,7 @@ enum PrefetchCommand: Command {
                 failures.report(input: input, error: error)
             }
         })
-        return failures.exitCode(inputs: inputs.count)
+        guard count > 0 else { throw UsageError("prefetch needs at least one URL") }
+        return failures.exitCode(inputs: count)
     }
 }

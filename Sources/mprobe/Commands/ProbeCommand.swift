@@ -38,8 +38,7 @@ enum ProbeCommand: Command {
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = GlobalOptions(args)
-        let inputs = try Batch.inputs(operands: args.positionals, listFile: args.value("i"))
-        guard !inputs.isEmpty else { throw UsageError("probe needs at least one URL or path") }
+        let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         let jobs = try jobsOption(args)
         let verbose = args.flag("verbose")
         if verbose { FFmpegLog.showWarnings() }
@@ -48,7 +47,7 @@ enum ProbeCommand: Command {
         prober.fast = args.flag("fast")
         let probe = prober
         var failures = BatchFailures(json: options.json)
-        Batch.run(inputs, jobs: jobs, work: { _, input in
+        let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
             Result { try probe.probe(input, session: session) }
         }, emit: { _, input, result in
             switch result {
@@ -63,6 +62,7 @@ enum ProbeCommand: Command {
                 failures.report(input: input, error: error)
             }
         })
-        return failures.exitCode(inputs: inputs.count)
+        guard count > 0 else { throw UsageError("probe needs at least one URL or path") }
+        return failures.exitCode(inputs: count)
     }
 }

@@ -37,36 +37,38 @@ enum ThumbsCommand: Command {
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = GlobalOptions(args)
-        let inputs = try Batch.inputs(operands: args.positionals, listFile: args.value("i"))
-        guard !inputs.isEmpty else { throw UsageError("thumbs needs at least one URL or path") }
+        let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         var thumbnailer = Thumbnailer()
         thumbnailer.options = try thumbnailOptions(args)
         let sprite = try args.flag("sprite") ? Optional(spriteLayout(args.value("sprite"))) : nil
         thumbnailer.options.keepPictures = sprite != nil
         let out = args.value("out") ?? "thumbs"
-        let folders = folderNames(inputs)
+        var folders = FolderNamer()
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
         let progress = ThumbsProgress()
         let maker = thumbnailer
         var failures = BatchFailures(json: options.json)
-        Batch.run(inputs, jobs: try jobsOption(args), work: { i, input in
-            Result { () throws -> (ThumbnailSet, String) in
+        // One input given as an operand writes to --out itself; a list gets a folder per input.
+        let single = inputs.isSingleOperand
+        let next = { inputs.next().map { input in (input, single ? out : out + "/" + folders.name(for: input)) } }
+        let count = Batch.run(next: next, jobs: try jobsOption(args), work: { _, item in
+            let (input, dir) = item
+            return Result { () throws -> (ThumbnailSet, String) in
                 @Sendable func show() {
                     let (thumbnails, done) = progress.counts
-                    bar.update(fraction: Double(done) / Double(inputs.count),
-                               text: "\(done)/\(inputs.count) inputs, \(thumbnails) thumbnails")
+                    bar.update(text: "\(done) inputs done, \(thumbnails) thumbnails")
                 }
                 defer { progress.inputDone(); show() }
                 let set = try maker.make(input, session: session) { _ in
                     progress.thumbnailDone()
                     show()
                 }
-                let dir = inputs.count == 1 ? out : out + "/" + folders[i]
                 try ThumbnailReport.write(set, to: dir, sprite: sprite)
                 return (set, dir)
             }
-        }, emit: { _, input, result in
+        }, emit: { _, item, result in
+            let input = item.0
             switch result {
             case .success(let (set, dir)):
                 bar.finish()
@@ -78,7 +80,8 @@ enum ThumbsCommand: Command {
                 failures.report(input: input, error: error)
             }
         })
-        return failures.exitCode(inputs: inputs.count)
+        guard count > 0 else { throw UsageError("thumbs needs at least one URL or path") }
+        return failures.exitCode(inputs: count)
     }
 
     static func thumbnailOptions(_ args: Arguments) throws -> ThumbnailOptions {
@@ -128,18 +131,21 @@ enum ThumbsCommand: Command {
         return (parts[0], parts[1])
     }
 
-    /// A folder per input, from its file name, made unique.
-    static func folderNames(_ inputs: [String]) -> [String] {
-        var seen: [String: Int] = [:]
-        return inputs.map { input in
-            let path = input.split(separator: "?").first.map(String.init) ?? input
-            var base = (path.split(separator: "/").last.map(String.init) ?? "input")
-            if let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
-            base = String(base.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" })
-            if base.isEmpty { base = "input" }
-            seen[base, default: 0] += 1
-            return seen[base]! == 1 ? base : "\(base)-\(seen[base]!)"
-        }
+}
+
+/// A folder per input, from its file name, made unique in input order.
+struct FolderNamer {
+    private var seen: [String: Int] = [:]
+
+    mutating func name(for input: String) -> String {
+        let path = input.split(separator: "?").first.map(String.init) ?? input
+        var base = (path.split(separator: "/").last.map(String.init) ?? "input")
+        if let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
+        base = String(base.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" })
+        if base.isEmpty { base = "input" }
+        let n = seen[base, default: 0] + 1
+        seen[base] = n
+        return n == 1 ? base : "\(base)-\(n)"
     }
 }
 
