@@ -18,7 +18,12 @@ final class ExitCodeTests: CLITestCase {
         XCTAssertTrue(try mprobe(["cat", "x", "--range", "9-3"], expect: 2).stderr.contains("--range"))
         XCTAssertTrue(try mprobe(["cat", "gopher://127.0.0.1/x"], expect: 2).stderr.contains("unsupported"))
         try mprobe(["cache", "explode", "--cache-dir", cacheDir], expect: 2)
-        try mprobe([], expect: 2)
+        let bare = try mprobe([], expect: 2)
+        XCTAssertTrue(bare.stdout.isEmpty && bare.stderr.contains("Usage:"), "usage goes to stderr: \(bare.stderr)")
+        // Malformed URLs are the user's to fix (2), not network errors (3).
+        for url in ["http://127.0.0.1/a b.mp4", "http://127.0.0.1:99999/x.mp4", "http:///x.mp4"] {
+            XCTAssertTrue(try mprobe(["cat", url, "--cache-dir", cacheDir], expect: 2).stderr.contains("invalid URL"), url)
+        }
         // Extreme values are usage errors, not crashes.
         try mprobe(["cat", "x", "--max-cache-size", "1e30G"], expect: 2)
         try mprobe(["cat", "x", "--timeout", "1e300"], expect: 2)
@@ -40,6 +45,27 @@ final class ExitCodeTests: CLITestCase {
         server.stop()
         let refused = try mprobe(["cat", "http://127.0.0.1:\(port)/x", "--cache-dir", cacheDir], expect: 3)
         XCTAssertTrue(refused.stderr.contains("connection refused"), refused.stderr)
+    }
+
+    func testRedirectsToOtherSchemesAndHugeHeadersAreSaidClearly() throws {
+        let server = try FaultServer()
+        server.route("/r", .redirect(to: "file:///etc/passwd"))
+        let padding = (0..<4000).map { ("X-Pad-\($0)", String(repeating: "a", count: 100)) }
+        server.route("/h", .fixed(status: 200, headers: padding, body: [1, 2, 3]))
+        let redirect = try mprobe(["cat", server.url("/r"), "--cache-dir", cacheDir], expect: 3)
+        XCTAssertTrue(redirect.stderr.contains("redirects to file:///etc/passwd"), redirect.stderr)
+        let headers = try mprobe(["cat", server.url("/h"), "--cache-dir", cacheDir], expect: 3)
+        XCTAssertTrue(headers.stderr.contains("headers exceed"), headers.stderr)
+        XCTAssertEqual(server.requests.filter { $0.path == "/h" }.count, 1, "not retried as a lost connection")
+    }
+
+    func testADrippingOriginEndsWithinAboutTwiceTheTimeout() throws {
+        let server = try FaultServer()
+        server.route("/drip", .drip(bytesPerSecond: 2, then: .serve(body: randomBytes(100_000, seed: 58))))
+        let started = Date()
+        let result = try mprobe(["cat", server.url("/drip"), "--timeout", "2", "--cache-dir", cacheDir], expect: 3)
+        XCTAssertTrue(result.stderr.contains("timed out"), result.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 9)
     }
 
     func testTimeoutExitsThreeQuickly() throws {
