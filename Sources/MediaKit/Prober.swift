@@ -12,13 +12,19 @@ public struct Prober: Sendable {
 
     public init() {}
 
+    /// Runs on one version of the resource: if it changes while the header is read, the probe
+    /// starts over on the new version (`MediaSession.onOneVersion`).
     public func probe(_ input: String, session: MediaSession) throws -> ProbeResult {
+        try session.onOneVersion { try probeOnce(input, session: session) }
+    }
+
+    private func probeOnce(_ input: String, session: MediaSession) throws -> ProbeResult {
         let started = Date()
         let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, walker: walker)
-        var result = opened.context.describe(input: input)
+        var result = opened.context.describe(input: opened.source.input)
         result.size = try opened.source.size()
         result.layout = opened.layout
-        result.warnings = opened.source.warnings + (opened.layout?.damaged.map { ["\(input): \($0)"] } ?? [])
+        result.warnings = opened.source.warnings + (opened.layout?.damaged.map { ["\(opened.source.input): \($0)"] } ?? [])
         result.fetch = opened.cost
         result.seconds = Date().timeIntervalSince(started)
         return result

@@ -59,4 +59,8 @@ public final class LocalFileSource: MediaSource {
 
     /// Local files are read as they are; only remote resources are checked for versions.
     public var versionChanged: Bool { false }
+
+    /// A local file is already where a later job will read it.
+    public var keepsBytes: Bool { true }
+    public var whyNotKept: String { "" }
 }

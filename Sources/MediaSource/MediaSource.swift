@@ -23,6 +23,11 @@ public protocol MediaSource: AnyObject, Sendable {
     var versionChanged: Bool { get }
     /// Things a person should hear about once (e.g. "the server ignores range requests").
     var warnings: [String] { get }
+    /// Bytes read or prefetched through this source outlive it (the disk cache, or a local file):
+    /// false with `--no-cache`, or for a resource larger than the cache limit (streamed through memory).
+    var keepsBytes: Bool { get }
+    /// Why `keepsBytes` is false, in words a person can act on.
+    var whyNotKept: String { get }
 }
 
 extension MediaSource {
@@ -55,6 +60,8 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
     case versionChanged(input: String)
     /// The input is not a URL mprobe can request (bad syntax, port out of range...).
     case invalidURL(input: String, reason: String)
+    /// Bytes that had to be kept (a prefetch) could not be.
+    case notKept(input: String, reason: String)
 
     public var description: String {
         switch self {
@@ -69,6 +76,7 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
             return "\(input) changed on the server while it was being read (another ETag, Last-Modified or size); " +
                 "nothing of the new version was mixed in"
         case .invalidURL(let input, let reason): return "invalid URL \(input): \(reason)"
+        case .notKept(let input, let reason): return "cannot keep \(input) in the cache: \(reason)"
         }
     }
 }

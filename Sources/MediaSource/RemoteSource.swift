@@ -54,6 +54,14 @@ public final class RemoteSource: MediaSource {
 
     public var counters: SourceCounters { state.withLock { $0.counters } }
     public var versionChanged: Bool { state.withLock { $0.versionChanged } }
+
+    public var keepsBytes: Bool { cache != nil && store is CacheEntry }
+
+    public var whyNotKept: String {
+        guard let cache else { return "caching is off (--no-cache)" }
+        let size = state.withLock { $0.size }.map { "\($0) bytes" } ?? "too large"
+        return "it is \(size), more than the cache limit of \(cache.maxBytes) bytes (--max-cache-size), so it is streamed through, not stored"
+    }
     public var warnings: [String] { state.withLock { $0.warnings } }
 
     private var store: any RangeStore { state.withLock { $0.store } }

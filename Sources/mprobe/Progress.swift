@@ -16,7 +16,7 @@ final class ProgressBar: @unchecked Sendable {
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         let eta = rate > 0 && total > done ? String(format: " ETA %.0fs", Double(total - done) / rate) : ""
         update(fraction: total > 0 ? Double(done) / Double(total) : 1,
-               text: "\(Console.humanBytes(done))/\(Console.humanBytes(total))  \(detail)  \(Console.humanBytes(Int64(rate)))/s\(eta)")
+               text: "\(Console.humanBytes(done))/\(Console.humanBytes(total))  \(detail.isEmpty ? "" : detail + "  ")\(Console.humanBytes(Int64(rate)))/s\(eta)")
     }
 
     /// A bar filled to `fraction` followed by `text`.

@@ -4,13 +4,15 @@ import XCTest
 
 /// The offline-start promise with the built binary: prefetch, stop the origin, probe and check offline.
 final class PrefetchCommandTests: CLITestCase {
-    func makeMedia() throws -> String {
+    /// A 20 s H.264 + AAC MP4 with its moov at the end, `www/<name>`; returns the folder.
+    @discardableResult
+    func makeMedia(_ name: String = "v.mp4", pattern: String = "testsrc2=size=480x270:rate=25") throws -> String {
         let www = dir.file("www")
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         let r = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                                                   "testsrc2=size=480x270:rate=25", "-f", "lavfi", "-i", "sine=frequency=440",
+                                                   pattern, "-f", "lavfi", "-i", "sine=frequency=440",
                                                    "-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25",
-                                                   "-c:a", "aac", www + "/v.mp4"], timeout: 120)
+                                                   "-c:a", "aac", www + "/" + name], timeout: 120)
         XCTAssertEqual(r.status, 0, r.stderr)
         return www
     }
@@ -71,5 +73,36 @@ final class PrefetchCommandTests: CLITestCase {
         XCTAssertTrue(good.stdoutString.contains("plays"), good.stdoutString)
         let bad = try mprobe(["check", nginx.url("/bad.mp4"), "--seconds", "20", "--json", "--cache-dir", cacheDir], expect: 5)
         XCTAssertEqual(try json(bad)["ok"] as? Bool, false)
+    }
+
+    func testAPrefetchThatCannotBeKeptSaysSoAndFails() throws {
+        let nginx = try NginxServer(root: try makeMedia())
+        let url = nginx.url("/v.mp4")
+        // Bigger than the cache limit: streamed through memory, so nothing would remain for playback.
+        let tooBig = try mprobe(["prefetch", url, "--seconds", "4", "--max-cache-size", "100K", "--cache-dir", cacheDir], expect: 6)
+        XCTAssertTrue(tooBig.stderr.contains("cache limit") && tooBig.stderr.contains("--max-cache-size"), tooBig.stderr)
+        XCTAssertFalse(tooBig.stdoutString.contains("cached"), tooBig.stdoutString)
+        let noCache = try mprobe(["prefetch", url, "--no-cache"], expect: 2)
+        XCTAssertTrue(noCache.stderr.contains("--no-cache"), noCache.stderr)
+    }
+
+    func testJobsThatMeetAChangedOriginStartOverOnTheNewVersion() throws {
+        let www = try makeMedia()
+        try makeMedia("w.mp4", pattern: "testsrc2=size=960x540:rate=30")
+        let v1 = Array(try Data(contentsOf: URL(fileURLWithPath: www + "/v.mp4")))
+        let v2 = Array(try Data(contentsOf: URL(fileURLWithPath: www + "/w.mp4")))
+        let server = try FaultServer()
+        server.route("/v.mp4", .serve(body: v1, etag: "\"one\""))
+        let url = server.url("/v.mp4")
+        try mprobe(["probe", url, "--cache-dir", cacheDir]) // the header of v1 is cached
+        server.route("/v.mp4", .serve(body: v2, etag: "\"two\""))
+        // The plan comes from the cached moov of v1; its samples are asked for with If-Range "one",
+        // the origin answers with v2: the job must start over on v2, not fetch v2's bytes at v1's offsets.
+        let prefetch = try json(try mprobe(["prefetch", url, "--seconds", "2", "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual((prefetch["tracks"] as? [[String: Any]])?.count, 2)
+        let check = try json(try mprobe(["check", url, "--seconds", "2", "--offline", "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual(check["ok"] as? Bool, true, "\(check)")
+        let probed = try json(try mprobe(["probe", url, "--json", "--offline", "--cache-dir", cacheDir]))
+        XCTAssertEqual(probed["size"] as? Int, v2.count, "the cache holds v2 only")
     }
 }

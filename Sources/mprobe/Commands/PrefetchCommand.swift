@@ -36,36 +36,27 @@ enum PrefetchCommand: Command {
         let window = try WindowOptions(args)
         let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         let jobs = try jobsOption(args)
-        var prefetcher = Prefetcher()
+        var job = PrefetchJob()
         if let text = args.value("connections") {
             guard let c = Int(text), c >= 1, c <= 32 else { throw UsageError("--connections needs 1...32, got '\(text)'") }
-            prefetcher.connections = c
+            job.prefetcher.connections = c
         }
-        let planOnly = args.flag("plan")
+        job.planOnly = args.flag("plan")
+        if options.noCache && !job.planOnly {
+            throw UsageError("prefetch keeps bytes in the cache for later; it cannot run with --no-cache (use --plan to see the plan)")
+        }
+        let planOnly = job.planOnly
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json || !inputs.isSingleOperand)
-        let fetcher = prefetcher
+        let prefetch = job
         var failures = BatchFailures(json: options.json)
         let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
             Result { () throws -> PrefetchResult in
-                let started = Date()
-                let (plan, context, source) = try PrefetchPlanner().plan(input, session: session, start: window.start,
-                                                                         seconds: window.seconds, tracks: window.tracks)
-                if !planOnly {
-                    let base = source.counters.bytesFetched
-                    let ticker = DispatchSource.makeTimerSource(queue: .global())
-                    ticker.schedule(deadline: .now(), repeating: 0.1)
-                    ticker.setEventHandler {
-                        bar.update(done: source.counters.bytesFetched - base, total: plan.missingBytes,
-                                   detail: "\(plan.missing.count) ranges")
-                    }
-                    ticker.resume()
-                    defer { ticker.cancel(); bar.finish() }
-                    try fetcher.fetch(plan, source: source, cancellation: session.cancellation)
+                defer { bar.finish() }
+                return try prefetch.run(input, session: session, start: window.start, seconds: window.seconds,
+                                        tracks: window.tracks) { fetched, total in
+                    bar.update(done: fetched, total: total, detail: "fetching")
                 }
-                let streams = plan.tracks.map(\.index)
-                return PrefetchResult(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
-                               buffered: context.bufferedRanges(source: source, streams: streams))
             }
         }, emit: { _, input, result in
             switch result {
