@@ -1,6 +1,6 @@
 import Foundation
-import URLSupport
 import Synchronization
+import URLSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -17,7 +17,7 @@ struct OpenedInput {
         do {
             context = try FormatContext(source: source, findStreamInfo: findStreamInfo, cancellation: session.cancellation)
         } catch let error as FFmpegError {
-            throw OpenedInput.mediaError(error, input: input, layout: layout)
+            throw OpenedInput.mediaError(error, input: source.input, layout: layout)
         }
     }
 

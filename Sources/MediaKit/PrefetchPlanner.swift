@@ -63,7 +63,7 @@ public struct PrefetchPlanner: Sendable {
         var all = ByteRangeSet(sampleRanges)
         all.formUnion(header)
         let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
-        let plan = PrefetchPlan(input: input, start: start, seconds: seconds, tracks: planned,
+        let plan = PrefetchPlan(input: source.input, start: start, seconds: seconds, tracks: planned,
                                 headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
                                 estimated: !indexed, note: note,
                                 floorBytes: floor.byteCount)

@@ -1,4 +1,5 @@
 import Reports
+import URLSupport
 
 /// Failures of a batch command: each is reported as it comes (a line on stderr, and an object on
 /// stdout with `--json`), and the exit status says whether any failed.
@@ -9,11 +10,12 @@ struct BatchFailures {
     mutating func report(input: String, error: Error) {
         let code = ExitCode.forError(error)
         codes.append(code)
-        // Most errors already name the input (URLs, paths); the others get it in front.
+        // Most errors already name the input (URLs, paths, credentials redacted); the others get it in front.
+        let shown = URLText.redacted(input)
         let text = "\(error)"
-        Console.error(text.contains(input) ? text : "\(input): \(text)")
+        Console.error(text.contains(shown) ? text : "\(shown): \(text)")
         if json {
-            Console.out(JSON.object([("url", .string(input)), ("error", .string("\(error)")),
+            Console.out(JSON.object([("url", .string(shown)), ("error", .string(text)),
                                      ("exit_code", .int(Int(code.rawValue)))]).text)
         }
     }

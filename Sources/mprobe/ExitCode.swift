@@ -1,7 +1,7 @@
 import ByteCache
-import RangeFetch
 import MediaKit
 import MediaSource
+import RangeFetch
 
 /// The process exit statuses, documented in `--help` and the README.
 enum ExitCode: Int32, CaseIterable {

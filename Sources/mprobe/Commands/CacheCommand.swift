@@ -1,8 +1,9 @@
-import Reports
 import ByteCache
 import Foundation
 import MediaKit
 import MediaSource
+import Reports
+import URLSupport
 
 /// `mprobe cache stats|ls|clear|rm URL|ranges URL`.
 enum CacheCommand: Command {
@@ -42,11 +43,12 @@ enum CacheCommand: Command {
         case "ranges": return try ranges(cache, url: try url(), options: options)
         case "rm":
             let u = try url()
+            let shown = URLText.redacted(u)
             let removed = try cache.remove(url: u)
             if options.json {
-                Console.out(JSON.object([("url", .string(u)), ("removed", .bool(removed))]).text)
+                Console.out(JSON.object([("url", .string(shown)), ("removed", .bool(removed))]).text)
             } else {
-                Console.out(removed ? "removed \(u)" : "not cached: \(u)")
+                Console.out(removed ? "removed \(shown)" : "not cached: \(shown)")
             }
         case "clear":
             try cache.clear()
@@ -97,12 +99,12 @@ enum CacheCommand: Command {
         let tracks: [TrackBuffer]? = resource == nil ? nil : try? BufferedRanges.compute(
             url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
         if options.json {
-            Console.out(CacheReport.ranges(url: url, resource: resource, tracks: tracks).text)
+            Console.out(CacheReport.ranges(url: URLText.redacted(url), resource: resource, tracks: tracks).text)
         } else if resource == nil {
-            Console.out("not cached: \(url)")
+            Console.out("not cached: \(URLText.redacted(url))")
         } else {
             let size = resource?.size.map { "\($0)" } ?? "unknown"
-            Console.out("\(url): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
+            Console.out("\(URLText.redacted(url)): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
             for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
             if let tracks {
                 for t in tracks {

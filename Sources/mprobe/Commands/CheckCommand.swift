@@ -1,6 +1,6 @@
-import Reports
 import Foundation
 import MediaKit
+import Reports
 
 /// `mprobe check URL`: decode a window, the "will it play" check.
 enum CheckCommand: Command {

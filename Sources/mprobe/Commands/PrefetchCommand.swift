@@ -1,7 +1,7 @@
-import Reports
 import Foundation
 import MediaKit
 import MediaSource
+import Reports
 
 /// `mprobe prefetch URL...`: warm the cache with what a player needs to start at T.
 enum PrefetchCommand: Command {

@@ -1,7 +1,7 @@
-import Reports
 import Foundation
 import MediaKit
 import MediaSource
+import Reports
 
 /// `mprobe [probe] URL... [--json]`: container, duration, tracks and MP4 layout.
 enum ProbeCommand: Command {

@@ -1,6 +1,6 @@
-import Reports
 import Foundation
 import MediaKit
+import Reports
 
 /// `mprobe thumbs URL...`: key-frame thumbnails, a sprite sheet and a WebVTT storyboard.
 enum ThumbsCommand: Command {
