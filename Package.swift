@@ -14,6 +14,7 @@ let package = Package(
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // URL text as shown and stored: credentials redacted, cache keys without userinfo.
         .target(name: "URLSupport"),
@@ -23,6 +24,9 @@ let package = Package(
         .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "CFFmpeg"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "MediaSource", "ByteCache"]),
+        // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
+        .target(name: "Service", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch",
+                                                "URLSupport", "CMicroHTTPD", "CSQLite"]),
         .executableTarget(name: "mprobe", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.

@@ -6,6 +6,7 @@ set -euo pipefail
 MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
+    libmicrohttpd-dev
     nginx ffmpeg openssl curl ca-certificates
 )
 

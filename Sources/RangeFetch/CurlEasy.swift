@@ -64,6 +64,10 @@ final class CurlEasy: @unchecked Sendable {
         try check(mp_curl_set_xferinfo_cb(handle, cb), "XFERINFOFUNCTION")
     }
 
+    func setOpenSocketCallback(_ cb: @escaping @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t) throws {
+        try check(mp_curl_set_opensocket_cb(handle, cb), "OPENSOCKETFUNCTION")
+    }
+
     /// Clears options but keeps the connection cache, so the next request can reuse a connection.
     func reset() { curl_easy_reset(handle) }
 

@@ -15,6 +15,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
     case unsupportedScheme(url: String)
     /// The origin redirected to a URL mprobe does not follow (another scheme, such as `file://`).
     case redirectRefused(url: String, target: String)
+    /// `FetchOptions.connectionPolicy` refused the address the URL (or a redirect) resolved to.
+    case addressRefused(url: String, address: String)
     /// The answer does not fit the request (e.g. a Content-Range other than the one asked for).
     case badResponse(url: String, detail: String)
     case cancelled(url: String)
@@ -33,7 +35,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .http(_, let u, _), .hostNotFound(let u), .connectionRefused(let u), .tls(let u, _), .timeout(let u),
              .connectionLost(let u, _), .tooManyRedirects(let u), .unsupportedScheme(let u),
-             .redirectRefused(let u, _), .badResponse(let u, _), .cancelled(let u), .other(let u, _):
+             .redirectRefused(let u, _), .addressRefused(let u, _), .badResponse(let u, _), .cancelled(let u),
+             .other(let u, _):
             return u
         }
     }
@@ -50,6 +53,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case .unsupportedScheme(let url): return "unsupported URL scheme in \(url) (use http, https, file or a local path)"
         case .redirectRefused(let url, let target):
             return "\(url) redirects to \(target), which mprobe does not follow (only http and https)"
+        case .addressRefused(let url, let address):
+            return "\(url) leads to \(address), an address this server may not connect to (see --allow-host)"
         case .badResponse(let url, let detail): return "unexpected answer from \(url): \(detail)"
         case .cancelled(let url): return "fetch of \(url) was cancelled"
         case .other(let url, let detail): return "fetch of \(url) failed: \(detail)"

@@ -18,6 +18,11 @@ public struct FetchOptions: Sendable {
     /// Longest wait a `Retry-After` header can impose before we give up on it.
     public var maxRetryAfter: Double = 30
     public var userAgent = "mprobe/0.1"
+    /// Decides, for every connection about to be opened (the first, and each redirect hop to a
+    /// new host), whether the address it resolved to may be used: `(ip, port)`, the IP as a
+    /// numeric literal. Nil allows every address. The service's guard against server-side request
+    /// forgery: the check is on the address actually connected to, so DNS tricks do not pass it.
+    public var connectionPolicy: (@Sendable (_ ip: String, _ port: Int) -> Bool)?
 
     public init() {}
 }

@@ -112,6 +112,7 @@ public final class RangeFetcher: Sendable {
         if let failure = transfer.failure { return .failure(failure) }
         let finished = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
         guard finished else {
+            if let address = transfer.refusedAddress { return .failure(FetchError.addressRefused(url: url, address: address)) }
             if transfer.stalled { return .failure(FetchError.timeout(url: url)) }
             // A redirect to a scheme we do not follow (file://, ftp://...) is refused by libcurl.
             if code == CURLE_UNSUPPORTED_PROTOCOL,
@@ -173,6 +174,11 @@ public final class RangeFetcher: Sendable {
         try easy.setProgressCallback(transferProgressCallback)
         try easy.set(CURLOPT_XFERINFODATA, pointer: context)
         try easy.set(CURLOPT_NOPROGRESS, 0)
+        if let policy = options.connectionPolicy {
+            transfer.connectionPolicy = policy
+            try easy.setOpenSocketCallback(transferOpenSocketCallback)
+            try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
+        }
     }
 
     private func backoff(attempt: Int, error: FetchError, cancellation: Cancellation?, url: String) throws {

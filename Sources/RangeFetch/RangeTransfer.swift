@@ -44,6 +44,10 @@ final class RangeTransfer {
     private(set) var bodyBytes: Int64 = 0
     /// Set when a callback failed; libcurl only sees "abort".
     var failure: Error?
+    /// Whether a connection to an address may be opened (`FetchOptions.connectionPolicy`).
+    var connectionPolicy: (@Sendable (String, Int) -> Bool)?
+    /// The address the policy refused, which ended the transfer.
+    private(set) var refusedAddress: String?
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
     private(set) var stoppedEarly = false
 
@@ -201,6 +205,29 @@ final class RangeTransfer {
         return false
     }
 
+    /// libcurl is about to connect to `address`: open the socket if the policy allows it.
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let a = address.pointee
+        if let connectionPolicy {
+            let (ip, port) = withUnsafePointer(to: &address.pointee.addr) { RangeTransfer.numericAddress($0, length: a.addrlen) }
+            guard connectionPolicy(ip, port) else {
+                refusedAddress = a.family == AF_INET6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+                return mp_curl_socket_bad()
+            }
+        }
+        let fd = socket(a.family, a.socktype | Int32(SOCK_CLOEXEC.rawValue), a.protocol)
+        return fd >= 0 ? fd : mp_curl_socket_bad()
+    }
+
+    /// The numeric IP and port of a socket address.
+    static func numericAddress(_ address: UnsafePointer<sockaddr>, length: UInt32) -> (String, Int) {
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST)), service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        guard getnameinfo(address, socklen_t(length), &host, socklen_t(host.count), &service, socklen_t(service.count),
+                          NI_NUMERICHOST | NI_NUMERICSERV) == 0 else { return ("", 0) }
+        let text = { (chars: [CChar]) in String(decoding: chars.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        return (text(host), Int(text(service)) ?? 0)
+    }
+
     /// Seconds from a `Retry-After: N` header, if any.
     var retryAfter: Double? { header("retry-after").flatMap { Double($0) } }
 }
@@ -224,6 +251,13 @@ let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
     guard let data, n > 0 else { return n }
     let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
     return transfer.receiveHeaderLine(line, byteCount: n) ? n : 0
+}
+
+/// libcurl asks for a socket for each new connection (the first, and redirect hops).
+let transferOpenSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t = {
+    context, _, address in
+    guard let context, let address else { return mp_curl_socket_bad() }
+    return Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue().openSocket(address)
 }
 
 /// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation, stall).

@@ -142,4 +142,22 @@ final class RangeFetcherFaultTests: XCTestCase {
             XCTAssertEqual(error as? FetchError, .unsupportedScheme(url: "ftp://127.0.0.1/x"))
         }
     }
+
+    func testTheConnectionPolicySeesEveryAddressIncludingRedirectHops() throws {
+        let allowed = try FaultServer(), refused = try FaultServer()
+        allowed.route("/v", .serve(body: body))
+        allowed.route("/hop", .redirect(to: refused.url("/v")))
+        refused.route("/v", .serve(body: body))
+        var options = quickOptions()
+        let allowedPort = allowed.port
+        options.connectionPolicy = { ip, port in ip == "127.0.0.1" && port == allowedPort }
+        let fetcher = RangeFetcher(options: options)
+        let (_, got, _) = try fetcher.collect(allowed.url("/v"), 0..<100)
+        XCTAssertEqual(got.bytes(in: 0..<100), Array(body[0..<100]))
+        XCTAssertThrowsError(try fetcher.collect(allowed.url("/hop"), 0..<100)) { error in
+            XCTAssertEqual(error as? FetchError, .addressRefused(url: allowed.url("/hop"), address: "127.0.0.1:\(refused.port)"))
+        }
+        XCTAssertThrowsError(try fetcher.collect(refused.url("/v"), 0..<100))
+        XCTAssertTrue(refused.requests.isEmpty, "no byte reached the refused server")
+    }
 }

@@ -1,0 +1,44 @@
+// Typed entry points for libmicrohttpd's variadic functions, which Swift cannot call.
+#ifndef MPROBE_CMICROHTTPD_SHIM_H
+#define MPROBE_CMICROHTTPD_SHIM_H
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+/* MHD_start_daemon with the options mprobe uses: a thread per connection (handlers may block on
+   the network), an address to bind, a cap on connections, an idle timeout in seconds and a
+   callback when a request is done (to release its context). */
+static inline struct MHD_Daemon *mp_mhd_start(unsigned int flags, const struct sockaddr *address,
+                                              unsigned int connection_limit, unsigned int timeout,
+                                              MHD_AccessHandlerCallback handler, void *handler_cls,
+                                              MHD_RequestCompletedCallback completed, void *completed_cls) {
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_SOCK_ADDR, address,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_END);
+}
+
+/* The port the daemon listens on (useful after binding port 0), or 0. */
+static inline uint16_t mp_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+
+/* The peer's address of a connection, or NULL. */
+static inline const struct sockaddr *mp_mhd_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info ? info->client_addr : NULL;
+}
+
+/* Enum constants whose Swift spelling depends on how the importer strips prefixes. */
+static inline enum MHD_ValueKind mp_mhd_header_kind(void) { return MHD_HEADER_KIND; }
+static inline enum MHD_ValueKind mp_mhd_argument_kind(void) { return MHD_GET_ARGUMENT_KIND; }
+static inline enum MHD_ResponseMemoryMode mp_mhd_respmem_copy(void) { return MHD_RESPMEM_MUST_COPY; }
+
+static inline ssize_t mp_mhd_reader_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
+static inline ssize_t mp_mhd_reader_end_with_error(void) { return MHD_CONTENT_READER_END_WITH_ERROR; }
+static inline uint64_t mp_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
+#endif

@@ -1,0 +1,242 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// An embedded HTTP/1.1 server (libmicrohttpd): the single owner of the `MHD_Daemon`, stopped in
+/// `deinit`. Each connection gets its own thread, so a handler may block on the network (a probe,
+/// a proxied range being fetched) without holding up other clients.
+///
+/// Handlers are Swift closures over `HTTPRequest`/`HTTPResponse`; no C pointer leaves this file.
+public final class HTTPServer: Sendable {
+    public struct Limits: Sendable {
+        /// Longest request body accepted (a larger one is answered 413 after it was read).
+        public var maxBody = 1 << 20
+        public var maxConnections = 512
+        /// Seconds a connection may sit idle before it is closed.
+        public var idleTimeout = 60
+
+        public init() {}
+    }
+
+    /// What happened to one request, for the access log and the metrics.
+    public struct Completed: Sendable {
+        public let method: String
+        public let path: String
+        public let query: [String: String]
+        public let status: Int
+        public let bodyBytes: Int64
+        public let seconds: Double
+    }
+
+    public let port: Int
+    public let host: String
+    private let daemon: DaemonHandle
+    private let core: ServerCore
+
+    /// Binds `host:port` (port 0 picks a free one) and starts serving.
+    public init(host: String, port: Int, limits: Limits = Limits(),
+                handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+                completed: @escaping @Sendable (Completed) -> Void = { _ in }) throws {
+        let address = try SocketAddress(host: host, port: port)
+        let core = ServerCore(handler: handler, completed: completed, maxBody: limits.maxBody)
+        let opaque = Unmanaged.passUnretained(core).toOpaque()
+        var flags = UInt32(MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_ITC.rawValue)
+        if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
+        let started = address.withSockaddr { sockaddr in
+            mp_mhd_start(flags, sockaddr, UInt32(limits.maxConnections), UInt32(limits.idleTimeout),
+                         serverAccessHandler, opaque, serverCompletedCallback, opaque)
+        }
+        guard let started else { throw ServiceError.listen(address: "\(host):\(port)", reason: "libmicrohttpd could not bind or start (address in use?)") }
+        daemon = DaemonHandle(started)
+        self.core = core
+        self.host = host
+        self.port = Int(mp_mhd_bound_port(started))
+    }
+
+    /// Stops accepting connections; requests already being served go on.
+    /// The corresponding libmicrohttpd function is `MHD_quiesce_daemon`.
+    public func quiesce() { daemon.quiesce() }
+
+    /// Stops the daemon, waiting for connection threads to finish (each ends when its response
+    /// does: close body streams first so that long ones end short).
+    public func stop() { daemon.stop() }
+}
+
+/// The `MHD_Daemon*`: stopped exactly once, by `stop()` or `deinit`.
+private final class DaemonHandle: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var daemon: OpaquePointer?
+    private var quiesced = false
+    private let lock = NSLock()
+
+    init(_ daemon: OpaquePointer) { self.daemon = daemon }
+
+    func quiesce() {
+        lock.withLock {
+            guard let daemon, !quiesced else { return }
+            quiesced = true
+            let socket = MHD_quiesce_daemon(daemon)
+            if socket >= 0 { close(socket) } // the listening socket is ours once quiesced
+        }
+    }
+
+    func stop() {
+        let running: OpaquePointer? = lock.withLock {
+            defer { daemon = nil }
+            return daemon
+        }
+        if let running { MHD_stop_daemon(running) }
+    }
+
+    deinit { stop() }
+}
+
+/// What the C callbacks reach through their `cls` pointer; `HTTPServer` keeps it alive.
+private final class ServerCore: Sendable {
+    let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    let completed: @Sendable (HTTPServer.Completed) -> Void
+    let maxBody: Int
+
+    init(handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+         completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int) {
+        self.handler = handler
+        self.completed = completed
+        self.maxBody = maxBody
+    }
+}
+
+/// One request between its first and its completed callback; owned through `req_cls`
+/// (retained when made, released in the completed callback).
+private final class RequestContext: @unchecked Sendable {
+    let started = ProcessInfo.processInfo.systemUptime
+    var method = ""
+    var path = ""
+    var query: [String: String] = [:]
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    var status = 0
+    /// The streamed body, whose sent bytes are known only at the end.
+    var stream: StreamBox?
+    var bytesSent: Int64 = 0
+}
+
+/// A response body stream and what has been sent of it; the content reader's `cls`.
+private final class StreamBox: @unchecked Sendable {
+    let stream: HTTPBodyStream
+    let sent = Atomic<Int64>(0)
+    init(_ stream: HTTPBodyStream) { self.stream = stream }
+}
+
+private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, reqCls in
+    guard let cls, let connection, let reqCls, let uploadSize else { return .NO }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    guard let existing = reqCls.pointee else {
+        // First call: only the headers are known. Keep a context and ask for the body.
+        let context = RequestContext()
+        context.method = method.map { String(cString: $0) } ?? "GET"
+        context.path = url.map { String(cString: $0) } ?? "/"
+        reqCls.pointee = Unmanaged.passRetained(context).toOpaque()
+        return .YES
+    }
+    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+        if let uploadData, !context.bodyTooLarge {
+            if context.body.count + uploadSize.pointee > core.maxBody {
+                context.bodyTooLarge = true
+                context.body = []
+            } else {
+                context.body += UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
+            }
+        }
+        uploadSize.pointee = 0
+        return .YES
+    }
+    // The whole request is here: answer it on this connection's thread.
+    context.query = connectionValues(connection, mp_mhd_argument_kind(), lowercased: false)
+    let request = HTTPRequest(method: context.method, path: context.path, query: context.query,
+                              headers: connectionValues(connection, mp_mhd_header_kind(), lowercased: true),
+                              body: context.body, peer: peerAddress(connection))
+    let response = context.bodyTooLarge
+        ? HTTPResponse.text(413, "request body larger than \(core.maxBody) bytes\n")
+        : core.handler(request)
+    context.status = response.status
+    return queue(response, on: connection, context: context)
+}
+
+private let serverCompletedCallback: MHD_RequestCompletedCallback = { cls, _, reqCls, _ in
+    guard let cls, let reqCls, let existing = reqCls.pointee else { return }
+    reqCls.pointee = nil
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeRetainedValue()
+    let bytes = context.stream?.sent.load(ordering: .relaxed) ?? context.bytesSent
+    core.completed(HTTPServer.Completed(method: context.method, path: context.path, query: context.query,
+                                        status: context.status, bodyBytes: bytes,
+                                        seconds: ProcessInfo.processInfo.systemUptime - context.started))
+}
+
+/// Hands `response` to libmicrohttpd. The MHD response object is reference counted: queueing
+/// takes a reference, so ours is dropped right after.
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+    let made: OpaquePointer?
+    switch response.body {
+    case .bytes(let bytes):
+        made = bytes.withUnsafeBytes { raw in
+            MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress),
+                                            mp_mhd_respmem_copy())
+        }
+        context.bytesSent = context.method == "HEAD" ? 0 : Int64(bytes.count)
+    case .stream(let length, let stream):
+        let box = StreamBox(stream)
+        context.stream = box
+        made = MHD_create_response_from_callback(length.map { UInt64($0) } ?? mp_mhd_size_unknown(), 256 << 10,
+                                                 streamReader, Unmanaged.passRetained(box).toOpaque(), streamFree)
+        if made == nil { stream.close() }
+    }
+    guard let made else { return .NO }
+    defer { MHD_destroy_response(made) }
+    for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
+    return MHD_queue_response(connection, UInt32(response.status), made)
+}
+
+private let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
+    guard let cls, let buffer else { return mp_mhd_reader_end_with_error() }
+    let box = Unmanaged<StreamBox>.fromOpaque(cls).takeUnretainedValue()
+    do {
+        let n = try box.stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+        guard n > 0 else { return mp_mhd_reader_end_of_stream() }
+        box.sent.add(Int64(n), ordering: .relaxed)
+        return n
+    } catch {
+        return mp_mhd_reader_end_with_error()
+    }
+}
+
+private let streamFree: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    let box = Unmanaged<StreamBox>.fromOpaque(cls).takeRetainedValue()
+    box.stream.close()
+}
+
+/// Headers or query arguments of a connection, decoded by libmicrohttpd.
+private func connectionValues(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+    final class Collector { var values: [String: String] = [:]; var lowercased = false }
+    let collector = Collector()
+    collector.lowercased = lowercased
+    _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let collector = Unmanaged<Collector>.fromOpaque(cls).takeUnretainedValue()
+        var name = String(cString: key)
+        if collector.lowercased { name = name.lowercased() }
+        if collector.values[name] == nil { collector.values[name] = value.map { String(cString: $0) } ?? "" }
+        return .YES
+    }, Unmanaged.passUnretained(collector).toOpaque())
+    return withExtendedLifetime(collector) { collector.values }
+}
+
+private func peerAddress(_ connection: OpaquePointer) -> String {
+    guard let address = mp_mhd_client_address(connection) else { return "" }
+    var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+    let length = socklen_t(address.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+    guard getnameinfo(address, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { return "" }
+    return String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
