@@ -4,20 +4,24 @@ import RangeFetch
 import Synchronization
 import URLSupport
 
-/// Everything one job needs to open inputs: the cache (or none), the fetcher, offline mode,
-/// readahead and cancellation. While a source for a remote input is in use, opening the same
-/// input again returns it, so concurrent readers of one resource share fetches; the session holds
-/// sources weakly, so a finished job's cache entry (its file and its lock) is released at once.
+/// Everything jobs need to open inputs: the cache (or none), the fetcher (whose pool keeps
+/// connections to origins warm), offline mode, readahead and cancellation. A CLI run has one; the
+/// service has one for all its jobs and proxied responses.
+///
+/// Each `open` gives a new reader (its own version pin, readahead and costs), but readers of one
+/// URL share a `RemoteResource` while any is in use, so concurrent readers share fetches. The
+/// session holds resources weakly: once the last reader is gone, its cache entry (file and lock)
+/// is released.
 public final class MediaSession: Sendable {
     public let cache: ByteCache?
     public let fetcher: RangeFetcher
     public let offline: Bool
     public let readahead: ReadaheadPolicy
     public let cancellation: Cancellation
-    private let remotes = Mutex<[String: WeakSource]>([:])
+    private let remotes = Mutex<[String: WeakResource]>([:])
 
-    private struct WeakSource {
-        weak var source: RemoteSource?
+    private struct WeakResource {
+        weak var resource: RemoteResource?
     }
 
     public init(cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
@@ -69,20 +73,23 @@ public final class MediaSession: Sendable {
     }
 
     /// Opens `input`: a local path or `file://` URL directly, an http(s) URL through the cache.
-    public func open(_ input: String) throws -> any MediaSource {
+    /// `cancellation` is the reader's own (a proxied response's); by default the session's.
+    public func open(_ input: String, cancellation token: Cancellation? = nil) throws -> any MediaSource {
         switch try MediaSession.classify(input) {
         case .local(let path):
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
-            return try remotes.withLock { remotes in
-                // A source that saw the resource change is finished: readers of the new version get a new one.
-                if let existing = remotes[url]?.source, !existing.versionChanged { return existing }
-                let source = try RemoteSource(url: url, fetcher: fetcher, cache: cache, offline: offline,
-                                              readahead: readahead, cancellation: cancellation)
-                remotes = remotes.filter { $0.value.source != nil }
-                remotes[url] = WeakSource(source: source)
-                return source
+            let resource = try remotes.withLock { remotes in
+                if let existing = remotes[url]?.resource { return existing }
+                let resource = try RemoteResource(url: url, fetcher: fetcher, cache: cache)
+                remotes = remotes.filter { $0.value.resource != nil }
+                remotes[url] = WeakResource(resource: resource)
+                return resource
             }
+            // The reader's own token: cancelled with its parent, or when the reader goes away.
+            let parent = token ?? cancellation
+            return RemoteSource(resource: resource, offline: offline, readahead: readahead,
+                                token: Cancellation(when: { parent.isCancelled }))
         }
     }
 }

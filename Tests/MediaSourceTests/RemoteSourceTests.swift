@@ -56,7 +56,9 @@ final class RemoteSourceTests: XCTestCase {
 
     func testSeekResetsTheWindow() throws {
         let source = try session().open(nginx.url("/m.bin"))
-        _ = try read(source, 0..<3_000_000)
+        // Exactly the first two windows (256 KB + 512 KB), both finished before the seek.
+        _ = try read(source, 0..<786_432)
+        _ = try nginx.waitForAccessLog(count: 2)
         nginx.clearLog()
         XCTAssertEqual(try read(source, 6_000_000..<6_010_000), Array(data[6_000_000..<6_010_000]))
         let log = try nginx.waitForAccessLog(count: 1)

@@ -1,0 +1,216 @@
+import ByteCache
+import Foundation
+import RangeFetch
+import URLSupport
+
+/// One resource behind HTTP(S) as a session shares it between its readers (`RemoteSource`s: jobs,
+/// proxy responses): the store of its bytes (the disk cache, or memory when caching is off or the
+/// resource is too big), what the origin said about it, and the range requests running now.
+///
+/// A missing byte is fetched once however many readers want it: a reader joins a running fetch
+/// that covers it, or starts one on a thread of its own; every reader waiting wakes as each piece
+/// is stored. Only bytes that are not stored are ever requested.
+final class RemoteResource: @unchecked Sendable {
+    /// The URL requested (it may carry credentials) and as it is shown.
+    let url: String
+    let shown: String
+    let fetcher: RangeFetcher
+    let cache: ByteCache?
+
+    // Guarded by `condition`, which is also signalled whenever bytes are stored or a fetch ends.
+    private let condition = NSCondition()
+    private var storeValue: any RangeStore
+    private var sizeValue: Int64?
+    private var warningsValue: [String] = []
+    private var running: [RunningFetch] = []
+
+    init(url: String, fetcher: RangeFetcher, cache: ByteCache?) throws {
+        self.url = url
+        shown = URLText.redacted(url)
+        self.fetcher = fetcher
+        self.cache = cache
+        storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()
+        sizeValue = storeValue.validators.size
+    }
+
+    var store: any RangeStore { condition.withLock { storeValue } }
+    /// The size, once the origin (or the cache) has said it.
+    var size: Int64? { condition.withLock { sizeValue } }
+    var warnings: [String] { condition.withLock { warningsValue } }
+
+    /// Bytes kept by this resource outlive it: the disk cache, not memory.
+    var keepsBytes: Bool { cache != nil && store is CacheEntry }
+
+    // MARK: Fetching
+
+    /// The running fetch that covers `offset`, joined by `token`, if there is one.
+    func runningFetch(covering offset: Int64, token: Cancellation) -> RunningFetch? {
+        condition.withLock {
+            let existing = running.first { $0.range.contains(offset) }
+            existing?.join(token)
+            return existing
+        }
+    }
+
+    /// A fetch covering `offset`: a running one (joined), or a new one for `offset..<end`, trimmed
+    /// to stop where another running fetch starts. `ifRange` guards a new request with the
+    /// version its reader has seen; `tally` is told what the new request costs.
+    func fetch(covering offset: Int64, to end: Int64, ifRange: String?, token: Cancellation,
+               tally: ReaderTally) -> RunningFetch {
+        condition.lock()
+        defer { condition.unlock() }
+        if let existing = running.first(where: { $0.range.contains(offset) }) {
+            existing.join(token)
+            return existing
+        }
+        // A fetch whose bytes are all stored is only finishing: let it hand its connection back, so
+        // that a sequential reader goes on over one kept-alive connection.
+        while running.contains(where: { storeValue.available.contains($0.range) }) {
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+        }
+        let nextStart = running.map(\.range.lowerBound).filter { $0 > offset }.min() ?? end
+        let fetch = RunningFetch(range: offset..<max(offset + 1, min(end, nextStart)), for: token)
+        running.append(fetch)
+        // The thread holds the resource only while it runs, and says when it has let go.
+        let resource = Unmanaged.passRetained(self)
+        let thread = Thread {
+            resource.takeUnretainedValue().run(fetch, ifRange: ifRange, tally: tally)
+            resource.release()
+            fetch.threadExited()
+        }
+        thread.name = "mprobe.fetch"
+        thread.start()
+        return fetch
+    }
+
+    /// Waits until `offset` is stored (true), the fetch ends without it (true: look again),
+    /// the resource ends before it (false), or the fetch fails (throws). `token` cancels the wait.
+    func wait(for offset: Int64?, on fetch: RunningFetch, token: Cancellation) throws -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let offset, storeValue.available.coveredLength(from: offset) > 0 { return true }
+            switch fetch.outcome {
+            case .done?: return true
+            case .endOfResource?: return false
+            case .failed(let error)?: throw error
+            case nil: break
+            }
+            if token.isCancelled { throw FetchError.cancelled(url: shown) }
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+        }
+    }
+
+    /// The body of a fetch thread: one request (with the fetcher's retries), its bytes stored as
+    /// they arrive, then committed; waiting readers are woken at each step.
+    private func run(_ fetch: RunningFetch, ifRange: String?, tally: ReaderTally) {
+        let range = fetch.range
+        var counters = FetchCounters()
+        var stored: Int64 = 0 // counted live, for progress
+        var responses: Int64 = 0 // counted as they arrive
+        var deliveredEnd: Int64 = 0
+        // The store and its generation as this transfer's response left them: bytes go there only.
+        var target = condition.withLock { (storeValue, storeValue.generation) }
+        let outcome: RunningFetch.Outcome
+        do {
+            let result = try fetcher.fetch(url: url, range: range, ifRange: ifRange, cancellation: fetch.cancellation,
+                                           tally: &counters,
+                                           onResponse: { info in
+                                               responses += 1
+                                               tally.responded()
+                                               try self.accept(info)
+                                               target = self.condition.withLock { (self.storeValue, self.storeValue.generation) }
+                                           },
+                                           onData: { offset, bytes in
+                                               let piece = offset..<offset + Int64(bytes.count)
+                                               // Counted before any reader can see the bytes, so that
+                                               // reading them is not mistaken for a cache hit.
+                                               tally.stored(piece)
+                                               guard try self.store(bytes, at: offset, into: target) else {
+                                                   tally.refused(piece)
+                                                   throw StaleTransfer()
+                                               }
+                                               stored += Int64(bytes.count)
+                                               deliveredEnd = max(deliveredEnd, piece.upperBound)
+                                           })
+            try store.commit()
+            outcome = try interpret(result, range: range, deliveredEnd: deliveredEnd)
+        } catch is StaleTransfer {
+            outcome = .done // newer content arrived through another transfer: readers look again
+        } catch {
+            try? store.commit() // what arrived before the failure is good
+            outcome = .failed(error)
+        }
+        tally.finished(counters, alreadyCounted: stored, responses: responses)
+        condition.withLock {
+            fetch.finish(outcome)
+            running.removeAll { $0 === fetch }
+            condition.broadcast()
+        }
+    }
+
+    private struct StaleTransfer: Error {}
+
+    /// What a finished request means for the range it asked for.
+    private func interpret(_ result: FetchOutcome, range: Range<Int64>, deliveredEnd: Int64) throws -> RunningFetch.Outcome {
+        switch result {
+        case .delivered(let info):
+            guard store.available.coveredLength(from: range.lowerBound) == 0 else { return .done }
+            // Nothing arrived for the range itself. A whole body of unknown length (a server that
+            // ignores ranges) that ended before it means the resource ends there; else the server lies.
+            guard info.rangeIgnored, info.totalSize == nil, deliveredEnd <= range.lowerBound else {
+                throw SourceError.inconsistentOrigin(input: shown, detail:
+                    "the server answered bytes \(range.lowerBound)-\(range.upperBound - 1) without sending them")
+            }
+            try endsAt(deliveredEnd)
+            return .endOfResource
+        case .pastEnd(let total):
+            // A 416 is the end of the resource only at or past a size the origin has stated;
+            // anywhere else it is a lie or a broken server, never an empty success.
+            guard let end = total ?? size, range.lowerBound >= end else {
+                throw SourceError.inconsistentOrigin(input: shown, detail:
+                    "the server refused bytes \(range.lowerBound)-\(range.upperBound - 1) (416) without stating a size they lie beyond")
+            }
+            try endsAt(end)
+            return .endOfResource
+        }
+    }
+
+    /// The resource ends at `size`: remember it, so reads there are EOF.
+    private func endsAt(_ size: Int64) throws {
+        try store.applyValidators(ResourceValidators(size: size), contentType: nil)
+        condition.withLock { sizeValue = size }
+    }
+
+    /// Stores a piece of a transfer if `target` is still the current store in the same
+    /// generation, and wakes the readers waiting for it.
+    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)) throws -> Bool {
+        guard target.0 === store, try target.0.write(bytes, at: offset, generation: target.1) else { return false }
+        condition.withLock { condition.broadcast() }
+        return true
+    }
+
+    /// Headers of a response: record the validators (dropping stored bytes of an older version),
+    /// move a too-large resource to memory, and note a server that ignores ranges. Readers that
+    /// used bytes of the older version find out when they next read (`RemoteSource`).
+    private func accept(_ info: ResponseInfo) throws {
+        let validators = ResourceValidators(size: info.totalSize, etag: info.etag, lastModified: info.lastModified)
+        let store = self.store
+        let changed = try store.applyValidators(validators, contentType: info.contentType)
+        condition.withLock {
+            if let size = info.totalSize { sizeValue = size }
+            if changed {
+                warningsValue.append("\(shown) changed on the server; cached bytes of the old version were dropped")
+            } else if info.rangeIgnored, !warningsValue.contains(where: { $0.contains("ignores range") }) {
+                // A 200 for a new version answers If-Range; only an unchanged resource shows that ranges are ignored.
+                warningsValue.append("the server of \(shown) ignores range requests; reading from the start instead")
+            }
+        }
+        if let cache, let size = info.totalSize, !cache.canStore(size: size), store is CacheEntry {
+            let memory = MemoryRangeStore()
+            try memory.applyValidators(validators, contentType: info.contentType)
+            condition.withLock { storeValue = memory }
+            try cache.remove(url: url)
+        }
+    }
+}
