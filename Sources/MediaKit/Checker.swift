@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import MediaSource
 
@@ -42,51 +41,40 @@ public struct Checker: Sendable {
         var decoders: [Int: Decoder] = [:]
         let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
         for index in streams {
-            guard let st = context.stream(index) else { continue }
             results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
             do {
-                decoders[index] = try Decoder(stream: st)
+                decoders[index] = try Decoder(context, stream: index)
             } catch {
                 results[index]?.errors.append("\(error)")
             }
         }
-        if start > 0 {
-            let target = Int64(windowStart * Double(AV_TIME_BASE))
-            try FFmpegError.check(avformat_seek_file(context.pointer, -1, Int64.min, target, target, 0), "avformat_seek_file")
-        }
+        if start > 0 { try context.seek(seconds: windowStart) }
         let packet = try Packet()
-        func decoded(_ index: Int, _ frame: UnsafeMutablePointer<AVFrame>, _ decoder: Decoder) {
-            let pts = frame.pointee.best_effort_timestamp
-            let time = pts == mp_av_nopts_value() ? nil : Double(pts) * Double(decoder.timeBase.num) / Double(decoder.timeBase.den)
+        func decoded(_ index: Int, _ frame: Frame, _ decoder: Decoder) {
+            let time = frame.bestEffortTimestamp.map(decoder.seconds)
             if let time, time < windowStart - 1e-6 { return } // pre-roll from the key frame
             if let time, time >= windowEnd { return }
             results[index]?.frames += 1
             if let time { results[index]?.lastTime = time - offset }
         }
         while results.values.contains(where: { !$0.complete }) {
-            packet.unref()
-            let rc = av_read_frame(context.pointer, packet.pointer)
-            if rc == mp_averror_eof() { break }
-            if rc < 0 {
-                if let error = context.readError { throw error }
-                if session.cancellation.isCancelled { throw MediaError.interrupted }
-                throw MediaError.malformed(input: input, detail: FFmpegError(code: rc, function: "av_read_frame").description)
+            let more: Bool
+            do { more = try context.readPacket(into: packet) } catch let error as FFmpegError {
+                throw MediaError.malformed(input: input, detail: error.description)
             }
-            let index = Int(packet.pointer.pointee.stream_index)
+            guard more else { break }
+            let index = packet.streamIndex
             guard results[index] != nil, results[index]?.complete == false else { continue }
-            let st = context.stream(index)!
-            let tb = st.pointee.time_base
             // The window ends at the first packet whose decode time, plus the stream's decode delay
             // (as the planner counts it), reaches its end.
-            let dts = packet.pointer.pointee.dts
-            let ts = dts != mp_av_nopts_value() ? dts + delays[index, default: 0] : packet.pointer.pointee.pts
-            if ts != mp_av_nopts_value(), Double(ts) * Double(tb.num) / Double(tb.den) >= windowEnd {
+            if let ts = packet.dts.map({ $0 + delays[index, default: 0] }) ?? packet.pts,
+               context.seconds(ts, stream: index) >= windowEnd {
                 results[index]?.complete = true
                 continue
             }
             results[index]?.packets += 1
             guard let decoder = decoders[index] else { continue }
-            if let error = try decoder.decode(packet.pointer, { decoded(index, $0, decoder) }) {
+            if let error = try decoder.decode(packet, { decoded(index, $0, decoder) }) {
                 results[index]?.errors.append(error.description)
             }
         }
