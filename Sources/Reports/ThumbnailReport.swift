@@ -5,19 +5,17 @@ import MediaKit
 /// `mprobe thumbs --json` and a thumbnail job's result show.
 public enum ThumbnailReport {
     public static func write(_ set: ThumbnailSet, to dir: String, sprite: (Int, Int)??) throws {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        for t in set.thumbnails {
-            try Data(t.encoded).write(to: URL(fileURLWithPath: dir + "/" + t.fileName))
-        }
+        let folder = OutputFolder(dir)
+        try folder.create()
+        for t in set.thumbnails { try folder.write(t.encoded, to: t.fileName) }
         var spriteName: String?, vttName: String?
         if let layout = sprite {
             let board = try Storyboard(thumbnails: set.thumbnails, duration: set.duration, layout: layout, spriteName: "sprite.jpg")
-            try Data(try board.encodedSprite(quality: 80)).write(to: URL(fileURLWithPath: dir + "/sprite.jpg"))
-            try Data(board.vtt.utf8).write(to: URL(fileURLWithPath: dir + "/thumbs.vtt"))
+            try folder.write(try board.encodedSprite(quality: 80), to: "sprite.jpg")
+            try folder.write(Array(board.vtt.utf8), to: "thumbs.vtt")
             (spriteName, vttName) = ("sprite.jpg", "thumbs.vtt")
         }
-        try Data((manifest(set, sprite: spriteName, vtt: vttName).text + "\n").utf8)
-            .write(to: URL(fileURLWithPath: dir + "/manifest.json"))
+        try folder.write(Array((manifest(set, sprite: spriteName, vtt: vttName).text + "\n").utf8), to: "manifest.json")
     }
 
     public static func manifest(_ set: ThumbnailSet, sprite: String?, vtt: String?) -> JSON {

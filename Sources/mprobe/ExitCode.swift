@@ -2,6 +2,7 @@ import ByteCache
 import RangeFetch
 import MediaKit
 import MediaSource
+import Reports
 
 /// The process exit statuses, documented in `--help` and the README.
 enum ExitCode: Int32, CaseIterable {
@@ -45,7 +46,7 @@ enum ExitCode: Int32, CaseIterable {
             case .unsupportedInput: return .usage
             case .inconsistentOrigin: return .network
             }
-        case is CacheError, is SQLiteError: return .localIO
+        case is CacheError, is SQLiteError, is OutputError: return .localIO
         case let e as MediaError where e == .interrupted: return .cancelled
         default: return .media
         }

@@ -60,4 +60,45 @@ final class ThumbsCommandTests: CLITestCase {
         try mprobe(["thumbs", "x.mp4", "--at", "1,two"], expect: 2)
         try mprobe(["thumbs", "x.mp4", "--sprite=3y3"], expect: 2)
     }
+
+    func testAnOutputFolderThatCannotBeMadeIsExitSixNamingItBeforeAnyFetch() throws {
+        let nginx = try NginxServer(root: Self.samples)
+        let file = try writeFile("a-file", [1, 2, 3])
+        for (out, text) in [(file, "cannot create the output folder \(file): it is a file"),
+                            (file + "/sub", "cannot create the output folder \(file)/sub: \(file) is a file")] {
+            let r = try mprobe(["thumbs", nginx.url("/faststart.mp4"), "--out", out, "--cache-dir", cacheDir], expect: 6)
+            XCTAssertTrue(r.stderr.contains(text), r.stderr)
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+            // A batch fails as a whole, before any input is fetched.
+            try mprobe(["thumbs", nginx.url("/faststart.mp4"), nginx.url("/moov-at-end.mp4"), "--out", out,
+                        "--cache-dir", cacheDir], expect: 6)
+        }
+        XCTAssertEqual(try nginx.accessLog().count, 0, "nothing fetched")
+    }
+
+    func testAnUnwritableOutputFolderIsExitSixNamingIt() throws {
+        let locked = dir.file("locked")
+        try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: true)
+        XCTAssertEqual(chmod(locked, 0o555), 0)
+        XCTAssertEqual(chmod(dir.path, 0o711), 0, "others may pass through the test folder")
+        // Root writes anywhere: run as nobody then, so the permission bits count.
+        let asNobody = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        for (out, text) in [(locked, "cannot write to the output folder \(locked): permission denied"),
+                            (locked + "/sub", "cannot create the output folder \(locked)/sub: permission denied")] {
+            let argv = asNobody + [try mprobeBinary(), "thumbs", Self.samples + "/faststart.mp4", "--no-cache", "--out", out]
+            let r = try runProcess(argv[0], Array(argv.dropFirst()))
+            XCTAssertEqual(r.status, 6, r.stderr)
+            XCTAssertTrue(r.stderr.contains(text), r.stderr)
+        }
+    }
+
+    func testADiskFullWhileWritingIsExitSixNamingTheFile() throws {
+        // /dev/full fails every write with ENOSPC, as a full disk does.
+        let out = dir.file("full")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: out + "/thumb-000000.000.jpg", withDestinationPath: "/dev/full")
+        let r = try mprobe(["thumbs", Self.samples + "/faststart.mp4", "--at", "0", "--out", out, "--no-cache"], expect: 6)
+        XCTAssertTrue(r.stderr.contains("cannot write \(out)/thumb-000000.000.jpg: no space left on device"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+    }
 }

@@ -44,6 +44,7 @@ enum ThumbsCommand: Command {
         let sprite = try args.flag("sprite") ? Optional(spriteLayout(args.value("sprite"))) : nil
         thumbnailer.options.keepPictures = sprite != nil
         let out = args.value("out") ?? "thumbs"
+        try OutputFolder(out).checkWritable() // before any fetch: a typo in --out costs nothing
         let folders = folderNames(inputs)
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
