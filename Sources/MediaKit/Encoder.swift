@@ -50,7 +50,10 @@ final class Encoder {
 
     /// A picture of this encoder's size and pixel format to draw into.
     func makeFrame() throws -> Frame {
-        try Frame(width: width, height: height, format: format.pixelFormat)
+        let frame = try Frame(width: width, height: height, format: format.pixelFormat)
+        // JPEG's YUV is full range (the J in YUVJ): black is 0, not 16.
+        if format == .jpg { frame.pointer.pointee.color_range = AVCOL_RANGE_JPEG }
+        return frame
     }
 
     /// Encodes `frame` (from `makeFrame`) as one image file. An encoder encodes one picture.

@@ -61,6 +61,16 @@ final class Frame {
 
     func unref() { av_frame_unref(pointer) }
 
+    /// Paints the whole picture black in its pixel format and color range.
+    /// The corresponding FFmpeg function is `av_image_fill_black`.
+    func fillBlack() throws {
+        let f = pointer.pointee
+        var data = withUnsafePointer(to: f.data) { $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) } }
+        let lines = withUnsafePointer(to: f.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) } }
+        try FFmpegError.check(av_image_fill_black(&data, lines.map { Int($0) }, pixelFormat, f.color_range, f.width, f.height),
+                              "av_image_fill_black")
+    }
+
     /// Makes this frame another reference to `other`'s picture (dropping what it held).
     func reference(_ other: Frame) throws {
         av_frame_unref(pointer)

@@ -10,9 +10,8 @@ public struct Thumbnail: Sendable {
     public let height: Int
     public let encoded: [UInt8]
     public let fileName: String
-    /// The decoded picture, kept only with `ThumbnailOptions.keepPictures` (for a sprite sheet):
-    /// a long batch holds just the small encoded files.
-    public let picture: RGBImage?
+    /// Its place on a sprite sheet, with `ThumbnailOptions.sprite`.
+    public let sprite: SpriteCell?
 }
 
 public struct ThumbnailSet: Sendable {
@@ -20,6 +19,10 @@ public struct ThumbnailSet: Sendable {
     /// Seconds, when the container states it.
     public let duration: Double?
     public let thumbnails: [Thumbnail]
+    /// The encoded sprite sheets, in order, with `ThumbnailOptions.sprite`.
+    public let sprites: [SpriteSheet]
+    /// The WebVTT storyboard pointing into `sprites`.
+    public let storyboard: String?
     /// Things to tell the user (times clamped to the end, no index...).
     public let notes: [String]
     /// The moov (or header) plus the key frames decoded: the least the job needs to move.
@@ -80,16 +83,24 @@ public struct Thumbnailer: Sendable {
         let decoder = try Decoder(context, stream: video, sliceThreadsOnly: !options.accurate)
         context.discardAllStreams(except: video)
         let scaler = Scaler()
+        var sheets = options.sprite.map { SpriteSheets(layout: $0, count: targets.count, quality: options.quality) }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
+        // A sheet needs the picture of a repeated key frame again: the last one is kept (times
+        // mostly come in order); an earlier one is decoded again rather than keeping every picture.
+        var last: (position: Int64, image: RGBImage)?
         for (i, target) in targets.enumerated() {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
             let name = Thumbnailer.fileName(time: target.time, format: options.format)
             if !options.accurate, let key = target.keyframe, let same = done[key.position] {
-                made.append(Thumbnail(time: target.time, pts: same.pts, width: same.width, height: same.height,
-                                      encoded: same.encoded, fileName: name, picture: same.picture))
-                progress(i + 1)
-                continue
+                let image = last?.position == key.position ? last?.image : nil
+                if sheets == nil || image != nil {
+                    let cell = try image.flatMap { try sheets?.add($0) }
+                    made.append(Thumbnail(time: target.time, pts: same.pts, width: same.width, height: same.height,
+                                          encoded: same.encoded, fileName: name, sprite: cell))
+                    progress(i + 1)
+                    continue
+                }
             }
             let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
             let exact = target.keyframe?.timestamp
@@ -102,13 +113,18 @@ public struct Thumbnailer: Sendable {
             let image = try picture(frame, context: context, stream: video, scaler: scaler)
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
             let thumbnail = Thumbnail(time: target.time, pts: pts - offset, width: image.width, height: image.height,
-                                      encoded: encoded, fileName: name, picture: options.keepPictures ? image : nil)
-            if let key = target.keyframe { done[key.position] = thumbnail }
+                                      encoded: encoded, fileName: name, sprite: try sheets?.add(image))
+            if let key = target.keyframe {
+                done[key.position] = thumbnail
+                if sheets != nil { last = (key.position, image) }
+            }
             made.append(thumbnail)
             progress(i + 1)
         }
-        return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor.byteCount,
-                            fetch: opened.cost)
+        try sheets?.finish()
+        return ThumbnailSet(input: input, duration: duration, thumbnails: made, sprites: sheets?.sheets ?? [],
+                            storyboard: Storyboard.vtt(made, duration: duration), notes: notes,
+                            floorBytes: floor.byteCount, fetch: opened.cost)
     }
 
     static func fileName(time: Double, format: ImageFormat) -> String {

@@ -1,4 +1,3 @@
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -78,9 +77,15 @@ public struct OutputFolder: Sendable {
         return st.st_mode & S_IFMT == S_IFDIR
     }
 
-    private static func parent(of path: String) -> String {
-        let parent = (path as NSString).deletingLastPathComponent
-        return parent.isEmpty ? "." : parent
+    /// The folder holding `path`: `.` for a bare name, `/` at the top. (Written out because
+    /// `NSString.deletingLastPathComponent` traps on a bare name in this Foundation.)
+    static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        var parent = trimmed[..<slash]
+        while parent.hasSuffix("/") { parent = parent.dropLast() }
+        return parent.isEmpty ? "/" : String(parent)
     }
 }
 

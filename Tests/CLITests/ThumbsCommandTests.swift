@@ -101,4 +101,67 @@ final class ThumbsCommandTests: CLITestCase {
         XCTAssertTrue(r.stderr.contains("cannot write \(out)/thumb-000000.000.jpg: no space left on device"), r.stderr)
         XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
     }
+
+    func testSpriteGridsBeyondTheSheetBoundsAreUsageErrorsBeforeAnyFetch() throws {
+        let nginx = try NginxServer(root: Self.samples)
+        for grid in [["--sprite", "4000000000x4000000000"], ["--sprite", "3000x3000"], ["--sprite", "100x100"],
+                     ["--sprite", "20x20", "--width", "640"], ["--sprite=1x9000", "--height", "16"],
+                     ["--sprite", "1x364"]] {
+            let r = try mprobe(["thumbs", nginx.url("/faststart.mp4"), "--out", dir.file("o"), "--cache-dir", cacheDir] + grid,
+                               expect: 2)
+            XCTAssertTrue(r.stderr.contains("65500 pixels a side"), "\(grid): \(r.stderr)")
+        }
+        XCTAssertEqual(try nginx.accessLog().count, 0, "nothing fetched")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("o")))
+    }
+
+    func testMoreThumbnailsThanCellsGoOnFurtherSheets() throws {
+        let out = dir.file("sheets")
+        let r = try mprobe(["thumbs", Self.samples + "/moov-at-end.mp4", "--every", "1", "--width", "160", "--sprite", "3x1",
+                            "--out", out, "--json", "--no-cache"])
+        let j = try json(r)
+        XCTAssertEqual(j["sprite"] as? String, "sprite.jpg")
+        XCTAssertEqual(j["sprites"] as? [String], ["sprite.jpg", "sprite-2.jpg"])
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        XCTAssertEqual(manifest?["sprites"] as? [String], ["sprite.jpg", "sprite-2.jpg"])
+        let vtt = try String(contentsOfFile: out + "/thumbs.vtt", encoding: .utf8)
+        XCTAssertTrue(vtt.contains("00:00:02.000 --> 00:00:03.000\nsprite.jpg#xywh=320,0,160,90\n"), vtt)
+        XCTAssertTrue(vtt.contains("00:00:03.000 --> 00:00:04.000\nsprite-2.jpg#xywh=0,0,160,90\n"), vtt)
+        func size(_ file: String) throws -> String {
+            try runProcess("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", out + "/" + file])
+                .stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        XCTAssertEqual(try size("sprite.jpg"), "480,90", "three cells")
+        XCTAssertEqual(try size("sprite-2.jpg"), "160,90", "the last sheet holds what is left")
+        // A one-cell grid is a sheet per thumbnail, not a failure after all the work.
+        let one = try json(try mprobe(["thumbs", Self.samples + "/faststart.mp4", "--sprite", "1x1", "--out", dir.file("one"),
+                                       "--json", "--no-cache"]))
+        XCTAssertEqual((one["sprites"] as? [String])?.count, 20)
+    }
+
+    func testSpriteMemoryIsOneSheetNotEveryPicture() throws {
+        func peakKB(_ args: [String]) throws -> Int {
+            let r = try runProcess("/usr/bin/time", ["-f", "max-rss-kb %M", try mprobeBinary(), "thumbs", Self.samples + "/faststart.mp4",
+                                                     "--out", dir.file(args.joined()), "--no-cache"] + args, timeout: 300)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let line = try XCTUnwrap(r.stderr.split(separator: "\n").last { $0.hasPrefix("max-rss-kb ") })
+            return try XCTUnwrap(Int(line.dropFirst("max-rss-kb ".count)))
+        }
+        // One 6400x3600 sheet: its YUV frame and the encoder's copy (~106 MB over the ~60 MB base).
+        // The old code also kept 400 RGB pictures (69 MB) and an RGB sheet: a 230 MB peak.
+        let big = try peakKB(["--count", "400", "--sprite", "20x20"])
+        XCTAssertLessThan(big, 200_000, "peak RSS \(big) KB")
+        // Flat in the number of thumbnails: four 10x10 sheets cost what one does (the old code kept
+        // 300 more pictures, +52 MB).
+        let one = try peakKB(["--count", "100", "--sprite", "10x10"])
+        let four = try peakKB(["--count", "400", "--sprite", "10x10"])
+        XCTAssertLessThan(four - one, 24_000, "100 thumbnails: \(one) KB, 400: \(four) KB")
+    }
+
+    func testTheDefaultOutputFolderIsRelativeToTheWorkingDirectory() throws {
+        let r = try runProcess("/usr/bin/env", ["-C", dir.path, try mprobeBinary(), "thumbs", Self.samples + "/faststart.mp4",
+                                                "--count", "1", "--no-cache"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("thumbs/manifest.json")))
+    }
 }
