@@ -48,7 +48,9 @@ public struct Checker: Sendable {
                 results[index]?.errors.append("\(error)")
             }
         }
-        if start > 0 { try context.seek(seconds: windowStart) }
+        if start > 0 {
+            do { try context.seek(seconds: windowStart) } catch { throw opened.explain(error, seconds: start) }
+        }
         let packet = try Packet()
         func decoded(_ index: Int, _ frame: Frame, _ decoder: Decoder) {
             let time = frame.bestEffortTimestamp.map(decoder.seconds)
@@ -59,9 +61,7 @@ public struct Checker: Sendable {
         }
         while results.values.contains(where: { !$0.complete }) {
             let more: Bool
-            do { more = try context.readPacket(into: packet) } catch let error as FFmpegError {
-                throw MediaError.malformed(input: input, detail: error.description)
-            }
+            do { more = try context.readPacket(into: packet) } catch { throw opened.explain(error) }
             guard more else { break }
             let index = packet.streamIndex
             guard results[index] != nil, results[index]?.complete == false else { continue }

@@ -48,7 +48,8 @@ public struct Thumbnailer: Sendable {
         var notes: [String] = []
         let entries = context.indexEntries(stream: video)
         if entries.isEmpty || context.durationSeconds == nil {
-            try context.findStreamInfo() // no index: the duration and start time come from the first packets
+            // No index: the duration and start time come from the first packets.
+            do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
         let duration = context.durationSeconds ?? context.duration(stream: video)
         let keyframes = entries.filter(\.isKeyframe)
@@ -104,12 +105,19 @@ public struct Thumbnailer: Sendable {
             }
             let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
             let exact = target.keyframe?.timestamp
-            let (frame, pts) = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
-                                               timestamp: exact, until: options.accurate ? offset + target.time : nil)
-                ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
-                               until: nil, alone: false)
-                ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset, until: nil, alone: false)
-                ?? { throw MediaError.malformed(input: input, detail: String(format: "no picture decoded at %.3f s", seekTime)) }()
+            let decoded: (Frame, Double)?
+            do {
+                decoded = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
+                                          timestamp: exact, until: options.accurate ? offset + target.time : nil)
+                    ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
+                                   until: nil, alone: false)
+                    ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset, until: nil, alone: false)
+            } catch {
+                throw opened.explain(error, track: video, seconds: target.time)
+            }
+            guard let (frame, pts) = decoded else {
+                throw MediaError.malformed(input: input, detail: String(format: "no picture decoded at %.3f s", seekTime))
+            }
             let image = try picture(frame, context: context, stream: video, scaler: scaler)
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
             let thumbnail = Thumbnail(time: target.time, pts: pts - offset, width: image.width, height: image.height,

@@ -164,4 +164,25 @@ final class ThumbsCommandTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("thumbs/manifest.json")))
     }
+
+    func testADamagedSampleTableIsExitFiveNamingTheTableAndTrack() throws {
+        let sample = Array(try Data(contentsOf: URL(fileURLWithPath: Self.samples + "/faststart.mp4")))
+        /// The sample with the entry count of the first `type` box (the video track's) set to `count`.
+        func damaged(_ type: String, count: UInt32, countOffset: Int) throws -> String {
+            var bytes = sample
+            let at = try XCTUnwrap((0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual(type.utf8) }) - 4 + countOffset
+            for i in 0..<4 { bytes[at + i] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(i))) }
+            return try writeFile(type + ".mp4", bytes)
+        }
+        // libavformat said "Cannot allocate memory" here.
+        let stco = try damaged("stco", count: 2_147_483_647, countOffset: 12)
+        for command in [["probe"], ["thumbs", "--out", dir.file("o")]] {
+            let r = try mprobe(command + [stco, "--no-cache"], expect: 5)
+            XCTAssertTrue(r.stderr.contains("the stco box of track 0 claims 2147483647 chunks but holds room for"), r.stderr)
+        }
+        // Here libavformat opens the file without an index for the video: "av_seek_frame: Operation not permitted".
+        let stsz = try damaged("stsz", count: 1_000_000, countOffset: 16)
+        let r = try mprobe(["thumbs", stsz, "--at", "2", "--out", dir.file("o"), "--no-cache"], expect: 5)
+        XCTAssertTrue(r.stderr.contains("cannot seek track 0 to 2.000 s: the stsz box of track 0 claims 1000000 samples"), r.stderr)
+    }
 }
