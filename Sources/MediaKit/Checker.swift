@@ -48,6 +48,11 @@ public struct Checker: Sendable {
                 results[index]?.errors.append("\(error)")
             }
         }
+        // A track libavformat could not index (damaged sample tables) yields no packets: say why
+        // rather than report an empty track as played.
+        for index in streams where context.indexEntries(stream: index).isEmpty {
+            if let problem = opened.tableProblem(track: index) { results[index]?.errors.append(problem) }
+        }
         if start > 0 {
             do { try context.seek(seconds: windowStart) } catch { throw opened.explain(error, seconds: start) }
         }

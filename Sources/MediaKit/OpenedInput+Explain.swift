@@ -7,13 +7,18 @@ extension OpenedInput {
     /// cancellation, media errors) pass through.
     func explain(_ error: Error, track: Int? = nil, seconds: Double? = nil) -> Error {
         guard let error = error as? FFmpegError else { return error }
-        let tables = layout?.moov.flatMap { SampleTables(moov: $0, source: source).problem(track: track) }
+        let tables = tableProblem(track: track)
         guard error.function == "av_seek_frame" || error.function == "avformat_seek_file", let seconds else {
             return MediaError.malformed(input: source.input, detail: tables ?? error.description)
         }
         let place = track.map { String(format: "cannot seek track %d to %.3f s", $0, seconds) }
             ?? String(format: "cannot seek to %.3f s", seconds)
         return MediaError.malformed(input: source.input, detail: place + ": " + (tables ?? indexProblem(track) ?? error.description))
+    }
+
+    /// What is wrong with the sample tables of `track` (of any track when nil), for an MP4.
+    func tableProblem(track: Int?) -> String? {
+        layout?.moov.flatMap { SampleTables(moov: $0, source: source).problem(track: track) }
     }
 
     /// Why libavformat's index cannot serve a seek on `track`, if it shows.

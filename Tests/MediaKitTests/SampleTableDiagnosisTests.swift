@@ -109,6 +109,15 @@ final class SampleTableDiagnosisTests: XCTestCase {
         }
     }
 
+    func testACheckOfATrackWithoutAnIndexIsNotOK() throws {
+        let bytes = try Self.sample()
+        let stsz = try XCTUnwrap(Self.tables(bytes).first { $0.type == "stsz" && $0.track == 0 })
+        let path = try patched(bytes, stsz, count: 1_000_000, name: "check.mp4")
+        let result = try Checker().check(path, session: try XCTUnwrap(session), start: 0, seconds: 1)
+        XCTAssertFalse(result.ok, "\(result.tracks)")
+        XCTAssertEqual(result.tracks.first?.errors, ["the stsz box of track 0 claims 1000000 samples but holds room for 100"])
+    }
+
     func testASampleToChunkRunPastTheLastChunkIsNamed() throws {
         let path = MediaFixtures.corpus + "/files/mp4parse-rust__chunk_out_of_range.mp4"
         XCTAssertThrowsError(try Prober().probe(path, session: try XCTUnwrap(session))) { error in
