@@ -15,7 +15,7 @@ public struct OutputFolder: Sendable {
     /// they fetch anything, and create only when there is something to write.
     public func checkWritable() throws {
         if let isFolder = OutputFolder.isFolder(path) {
-            guard isFolder else { throw OutputError("cannot create the output folder \(path): it is a file") }
+            guard isFolder else { throw OutputError("cannot create the output folder \(path): it \(OutputFolder.notFolder(path))") }
             if access(path, W_OK | X_OK) != 0 {
                 throw OutputError("cannot write to the output folder \(path): \(OutputError.reason(errno))")
             }
@@ -26,7 +26,7 @@ public struct OutputFolder: Sendable {
             ancestor = OutputFolder.parent(of: ancestor)
         }
         guard OutputFolder.isFolder(ancestor) == true else {
-            throw OutputError("cannot create the output folder \(path): \(ancestor) is a file")
+            throw OutputError("cannot create the output folder \(path): \(ancestor) \(OutputFolder.notFolder(ancestor))")
         }
         if access(ancestor, W_OK | X_OK) != 0 {
             throw OutputError("cannot create the output folder \(path): \(OutputError.reason(errno))")
@@ -42,8 +42,8 @@ public struct OutputFolder: Sendable {
             folder = OutputFolder.parent(of: folder)
         }
         if OutputFolder.isFolder(folder) == false {
-            throw OutputError(folder == path ? "cannot create the output folder \(path): it is a file"
-                                             : "cannot create the output folder \(path): \(folder) is a file")
+            throw OutputError(folder == path ? "cannot create the output folder \(path): it \(OutputFolder.notFolder(path))"
+                                             : "cannot create the output folder \(path): \(folder) \(OutputFolder.notFolder(folder))")
         }
         for folder in missing.reversed() where mkdir(folder, 0o755) != 0 && errno != EEXIST {
             throw OutputError("cannot create the output folder \(path): \(OutputError.reason(errno))")
@@ -75,6 +75,12 @@ public struct OutputFolder: Sendable {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         return st.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// "is a file", or "is not a folder" for devices, sockets and the like.
+    private static func notFolder(_ path: String) -> String {
+        var st = stat()
+        return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG ? "is a file" : "is not a folder"
     }
 
     /// The folder holding `path`: `.` for a bare name, `/` at the top. (Written out because

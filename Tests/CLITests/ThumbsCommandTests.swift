@@ -59,13 +59,15 @@ final class ThumbsCommandTests: CLITestCase {
         try mprobe(["thumbs", "x.mp4", "--format", "gif"], expect: 2)
         try mprobe(["thumbs", "x.mp4", "--at", "1,two"], expect: 2)
         try mprobe(["thumbs", "x.mp4", "--sprite=3y3"], expect: 2)
+        try mprobe(["thumbs", "x.mp4", "--out", ""], expect: 2)
     }
 
     func testAnOutputFolderThatCannotBeMadeIsExitSixNamingItBeforeAnyFetch() throws {
         let nginx = try NginxServer(root: Self.samples)
         let file = try writeFile("a-file", [1, 2, 3])
         for (out, text) in [(file, "cannot create the output folder \(file): it is a file"),
-                            (file + "/sub", "cannot create the output folder \(file)/sub: \(file) is a file")] {
+                            (file + "/sub", "cannot create the output folder \(file)/sub: \(file) is a file"),
+                            ("/dev/null", "cannot create the output folder /dev/null: it is not a folder")] {
             let r = try mprobe(["thumbs", nginx.url("/faststart.mp4"), "--out", out, "--cache-dir", cacheDir], expect: 6)
             XCTAssertTrue(r.stderr.contains(text), r.stderr)
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)

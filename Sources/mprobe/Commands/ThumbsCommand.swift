@@ -44,6 +44,7 @@ enum ThumbsCommand: Command {
         var thumbnailer = Thumbnailer()
         thumbnailer.options = try thumbnailOptions(args)
         let out = args.value("out") ?? "thumbs"
+        guard !out.isEmpty else { throw UsageError("--out needs a folder") }
         try OutputFolder(out).checkWritable() // before any fetch: a typo in --out costs nothing
         let folders = folderNames(inputs)
         let session = try options.session()
