@@ -19,7 +19,7 @@ struct SampleTables {
         let traks = reader.children(of: moov.offset + Int64(moov.headerSize)..<moov.end).filter { $0.box.type == "trak" }
         for (track, trak) in traks.enumerated() {
             var tables = Tables()
-            tables.collect(in: trak.body, reader: &reader)
+            tables.collect(in: trak.body, reader: &reader, depth: 0)
             problems += tables.problems(track: track).map { (track, $0) }
         }
     }
@@ -43,10 +43,12 @@ private struct Tables {
     static let what = ["stts": "entries", "ctts": "entries", "stss": "key frames", "stsc": "entries",
                        "stco": "chunks", "co64": "chunks", "stsz": "samples", "stz2": "samples", "elst": "edits"]
 
-    mutating func collect(in range: Range<Int64>, reader: inout LocalBoxReader) {
+    /// `depth` below the trak: the tables sit at most three containers down (mdia, minf, stbl), and
+    /// a file nesting containers deeper must not take the stack with it.
+    mutating func collect(in range: Range<Int64>, reader: inout LocalBoxReader, depth: Int) {
         for (box, body) in reader.children(of: range) {
             if Tables.containers.contains(box.type) {
-                collect(in: body, reader: &reader)
+                if depth < 3 { collect(in: body, reader: &reader, depth: depth + 1) }
                 continue
             }
             // Version and flags, then a count (stsz, stz2: a sample size or field size first).

@@ -1,6 +1,7 @@
 import Foundation
 import MediaKit
 import MediaSource
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -116,6 +117,33 @@ final class SampleTableDiagnosisTests: XCTestCase {
         let result = try Checker().check(path, session: try XCTUnwrap(session), start: 0, seconds: 1)
         XCTAssertFalse(result.ok, "\(result.tracks)")
         XCTAssertEqual(result.tracks.first?.errors, ["the stsz box of track 0 claims 1000000 samples but holds room for 100"])
+    }
+
+    func testContainersNestedWithoutEndAreReadWithinBounds() throws {
+        // ftyp, then a moov holding a trak holding 9,000 nested mdia boxes: libavformat gives up
+        // ("too deeply nested"), and the look at the sample tables must not recurse that deep —
+        // batch jobs run on threads with small stacks.
+        func box(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            let size = UInt32(8 + body.count)
+            return (0..<4).map { UInt8(truncatingIfNeeded: size >> (24 - 8 * UInt32($0))) } + Array(type.utf8) + body
+        }
+        var nested: [UInt8] = []
+        for _ in 0..<9_000 { nested = box("mdia", nested) }
+        let path = dir.file("nested.mp4")
+        try Data(box("ftyp", Array("isom\0\0\u{2}\0isom".utf8)) + box("moov", box("trak", nested)))
+            .write(to: URL(fileURLWithPath: path))
+        let session = try XCTUnwrap(session)
+        let done = expectation(description: "probed")
+        let outcome = Mutex<String>("")
+        let thread = Thread {
+            let result = Result { try Prober().probe(path, session: session) }
+            if case .failure(let error as MediaError) = result { outcome.withLock { $0 = "media error: \(error)" } }
+            done.fulfill()
+        }
+        thread.stackSize = 256 << 10
+        thread.start()
+        wait(for: [done], timeout: 30)
+        XCTAssertTrue(outcome.withLock { $0 }.hasPrefix("media error: "), outcome.withLock { $0 })
     }
 
     func testASampleToChunkRunPastTheLastChunkIsNamed() throws {
