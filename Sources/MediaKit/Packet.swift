@@ -64,11 +64,23 @@ final class Frame {
     /// Paints the whole picture black in its pixel format and color range.
     /// The corresponding FFmpeg function is `av_image_fill_black`.
     func fillBlack() throws {
-        let f = pointer.pointee
-        var data = withUnsafePointer(to: f.data) { $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) } }
-        let lines = withUnsafePointer(to: f.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) } }
-        try FFmpegError.check(av_image_fill_black(&data, lines.map { Int($0) }, pixelFormat, f.color_range, f.width, f.height),
-                              "av_image_fill_black")
+        var data = planes
+        try FFmpegError.check(av_image_fill_black(&data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
+                                                  pointer.pointee.width, pointer.pointee.height), "av_image_fill_black")
+    }
+
+    /// The picture's first four planes (`data`), nil where the format has fewer.
+    var planes: [UnsafeMutablePointer<UInt8>?] {
+        withUnsafePointer(to: pointer.pointee.data) {
+            $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) }
+        }
+    }
+
+    /// Bytes from one row to the next in each of `planes` (`linesize`).
+    var lineSizes: [Int32] {
+        withUnsafePointer(to: pointer.pointee.linesize) {
+            $0.withMemoryRebound(to: Int32.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) }
+        }
     }
 
     /// Makes this frame another reference to `other`'s picture (dropping what it held).

@@ -31,12 +31,10 @@ final class Scaler {
         let sws = try context(from: (frame.width, frame.height, frame.pixelFormat), to: (width, height, AV_PIX_FMT_RGB24))
         var image = RGBImage(width: width, height: height)
         let rows = image.pixels.withUnsafeMutableBufferPointer { out -> Int32 in
-            var dst: [UnsafeMutablePointer<UInt8>?] = [out.baseAddress, nil, nil, nil]
-            var dstStride: [Int32] = [Int32(width * 3), 0, 0, 0]
-            let f = frame.pointer.pointee
-            let src = withUnsafePointer(to: f.data) { $0.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 8)) } }
-            let srcStride = withUnsafePointer(to: f.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 8)) } }
-            return sws_scale(sws, src, srcStride, 0, f.height, &dst, &dstStride)
+            let dst: [UnsafeMutablePointer<UInt8>?] = [out.baseAddress, nil, nil, nil]
+            let dstStride: [Int32] = [Int32(width * 3), 0, 0, 0]
+            let src = frame.planes.map { UnsafePointer($0) }
+            return sws_scale(sws, src, frame.lineSizes, 0, Int32(frame.height), dst, dstStride)
         }
         guard rows > 0 else { throw FFmpegError(code: rows < 0 ? rows : mp_averror(EINVAL), function: "sws_scale") }
         return image
@@ -53,24 +51,20 @@ final class Scaler {
         let sws = try context(from: (image.width, image.height, AV_PIX_FMT_RGB24), to: (width, height, frame.pixelFormat))
         // Each plane's pointer moved to (x, y): chroma planes are subsampled, packed planes step
         // several bytes per pixel.
-        var dst = [UnsafeMutablePointer<UInt8>?](repeating: nil, count: 4)
-        var dstStride = [Int32](repeating: 0, count: 4)
-        let f = frame.pointer.pointee
-        let planes = withUnsafePointer(to: f.data) { $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) } }
-        let strides = withUnsafePointer(to: f.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) } }
+        var dst = frame.planes
+        let strides = frame.lineSizes
         let components = withUnsafePointer(to: desc.pointee.comp) { $0.withMemoryRebound(to: AVComponentDescriptor.self, capacity: 4) { Array(UnsafeBufferPointer(start: $0, count: Int(desc.pointee.nb_components))) } }
         for plane in 0..<4 {
-            guard let base = planes[plane] else { continue }
+            guard let base = dst[plane] else { continue }
             let chroma = plane == 1 || plane == 2
             let shiftX = chroma ? Int(desc.pointee.log2_chroma_w) : 0, shiftY = chroma ? Int(desc.pointee.log2_chroma_h) : 0
             let step = components.filter { Int($0.plane) == plane }.map { Int($0.step) }.max() ?? 1
             dst[plane] = base + (y >> shiftY) * Int(strides[plane]) + (x >> shiftX) * step
-            dstStride[plane] = strides[plane]
         }
         let rows = image.pixels.withUnsafeBufferPointer { src -> Int32 in
             let srcData: [UnsafePointer<UInt8>?] = [src.baseAddress, nil, nil, nil]
             let srcStride: [Int32] = [Int32(image.width * 3), 0, 0, 0]
-            return sws_scale(sws, srcData, srcStride, 0, Int32(image.height), dst, dstStride)
+            return sws_scale(sws, srcData, srcStride, 0, Int32(image.height), dst, strides)
         }
         guard rows > 0 else { throw FFmpegError(code: rows < 0 ? rows : mp_averror(EINVAL), function: "sws_scale") }
     }
