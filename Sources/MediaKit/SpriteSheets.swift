@@ -32,8 +32,10 @@ struct SpriteSheets {
     let count: Int
     let quality: Int
     private(set) var sheets: [SpriteSheet] = []
+    /// Cells a sheet and their size: fixed by the first picture.
     private var grid: (columns: Int, rows: Int, cellWidth: Int, cellHeight: Int)?
-    private var current: (encoder: Encoder, frame: Frame, first: Int, cells: Int)?
+    /// The sheet being drawn: the encoder's frame, the first thumbnail on it and how many it takes.
+    private var current: Canvas?
     private var added = 0
     private let scaler = Scaler()
 
@@ -66,15 +68,21 @@ struct SpriteSheets {
         if current != nil { try finishSheet() }
     }
 
-    private func startSheet(_ grid: (columns: Int, rows: Int, cellWidth: Int, cellHeight: Int))
-        throws -> (encoder: Encoder, frame: Frame, first: Int, cells: Int) {
+    private struct Canvas {
+        let encoder: Encoder
+        let frame: Frame
+        let first: Int
+        let cells: Int
+    }
+
+    private func startSheet(_ grid: (columns: Int, rows: Int, cellWidth: Int, cellHeight: Int)) throws -> Canvas {
         let cells = min(grid.columns * grid.rows, max(1, count - added))
         let columns = min(cells, grid.columns), rows = (cells + grid.columns - 1) / grid.columns
         let encoder = try Encoder(format: .jpg, width: columns * grid.cellWidth, height: rows * grid.cellHeight,
                                   quality: quality)
         let frame = try encoder.makeFrame()
         try frame.fillBlack()
-        return (encoder, frame, added, cells)
+        return Canvas(encoder: encoder, frame: frame, first: added, cells: cells)
     }
 
     private mutating func finishSheet() throws {
