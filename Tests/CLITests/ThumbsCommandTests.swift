@@ -141,23 +141,17 @@ final class ThumbsCommandTests: CLITestCase {
         XCTAssertEqual((one["sprites"] as? [String])?.count, 20)
     }
 
-    /// Runs the binary and returns its exit status and peak resident memory, from `wait4`'s rusage
-    /// of that one child (no dependency on /usr/bin/time).
+    /// Runs the binary under GNU time and returns its exit status and peak resident memory. (A
+    /// child's own rusage would not do: posix_spawn shares the test runner's memory until exec, and
+    /// Linux counts that in the child's peak; time forks from its own small process.)
     func peakMemory(_ args: [String]) throws -> (status: Int32, kilobytes: Int) {
-        let argv = [try mprobeBinary()] + args
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd in [STDOUT_FILENO, STDERR_FILENO] { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0) }
-        var cArgs = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, &cArgs, environ)
-        guard rc == 0 else { throw TestSupportError.system(call: "posix_spawn", errno: rc) }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-        return ((status >> 8) & 0xff, usage.ru_maxrss) // Linux reports kilobytes
+        let time = "/usr/bin/time"
+        guard FileManager.default.isExecutableFile(atPath: time) else {
+            throw TestSupportError.missingExecutable(path: time, hint: "install Debian's time package (apt-get install time)")
+        }
+        let r = try runProcess(time, ["-f", "max-rss-kb %M", try mprobeBinary()] + args, timeout: 300)
+        let line = try XCTUnwrap(r.stderr.split(separator: "\n").last { $0.hasPrefix("max-rss-kb ") }, r.stderr)
+        return (r.status, try XCTUnwrap(Int(line.dropFirst("max-rss-kb ".count))))
     }
 
     func testSpriteMemoryIsOneSheetNotEveryPicture() throws {
