@@ -21,9 +21,10 @@ extension OpenedInput {
         layout?.moov.flatMap { SampleTables(moov: $0, source: source).problem(track: track) }
     }
 
-    /// Why libavformat's index cannot serve a seek on `track`, if it shows.
+    /// Why libavformat's index cannot serve a seek on `track` of a plain MP4, if it shows. (Other
+    /// containers, fragmented MP4 included, may have no index until they are read.)
     private func indexProblem(_ track: Int?) -> String? {
-        guard let track else { return nil }
+        guard let track, let layout, layout.moov != nil, !layout.fragmented else { return nil }
         let entries = context.indexEntries(stream: track)
         if entries.isEmpty { return "track \(track) has no sample index (its sample tables are missing or unusable)" }
         if !entries.contains(where: \.isKeyframe) { return "no key frame index for track \(track)" }
