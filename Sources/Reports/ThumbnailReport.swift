@@ -1,4 +1,3 @@
-import Foundation
 import MediaKit
 
 /// A thumbnail set on disk (pictures, sprite sheets, `thumbs.vtt`, `manifest.json`) and as the
