@@ -21,13 +21,14 @@ public struct ThumbnailSet: Sendable {
     public let thumbnails: [Thumbnail]
     /// The encoded sprite sheets, in order, with `ThumbnailOptions.sprite`.
     public let sprites: [SpriteSheet]
-    /// The WebVTT storyboard pointing into `sprites`.
-    public let storyboard: String?
     /// Things to tell the user (times clamped to the end, no index...).
     public let notes: [String]
     /// The moov (or header) plus the key frames decoded: the least the job needs to move.
     public let floorBytes: Int64
     public let fetch: SourceCounters
+
+    /// The WebVTT storyboard pointing into `sprites`; nil without sheets.
+    public var storyboard: String? { Storyboard.vtt(thumbnails, duration: duration) }
 }
 
 /// Thumbnails from key frames: plan the frames from the index, fetch every range they need in
@@ -130,8 +131,7 @@ public struct Thumbnailer: Sendable {
             progress(i + 1)
         }
         try sheets?.finish()
-        return ThumbnailSet(input: input, duration: duration, thumbnails: made, sprites: sheets?.sheets ?? [],
-                            storyboard: Storyboard.vtt(made, duration: duration), notes: notes,
+        return ThumbnailSet(input: input, duration: duration, thumbnails: made, sprites: sheets?.sheets ?? [], notes: notes,
                             floorBytes: floor.byteCount, fetch: opened.cost)
     }
 
