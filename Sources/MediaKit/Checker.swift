@@ -50,7 +50,7 @@ public struct Checker: Sendable {
         }
         // A track libavformat could not index (damaged sample tables) yields no packets: say why
         // rather than report an empty track as played.
-        for index in streams where context.indexEntries(stream: index).isEmpty {
+        for index in streams where context.indexEntryCount(stream: index) == 0 {
             if let problem = opened.tableProblem(track: index) { results[index]?.errors.append(problem) }
         }
         if start > 0 {
