@@ -35,7 +35,8 @@ public struct MP4Layout: Sendable, Equatable {
 /// Requests: the first `firstRequest` bytes (most short clips' moov fits); for a moov at the
 /// end, one request for the rest of the file after the media data when that is at most
 /// `tailLimit` (the moov is usually all that is there). Sizes are checked against the file size,
-/// so a malicious size cannot cause a huge read or a loop.
+/// so a malicious size cannot cause a huge read or a loop: a moov that claims more than the file
+/// holds, or more than `maxHeaderBox`, is a `MediaError` before any of its body is fetched.
 public struct BoxWalker: Sendable {
     /// Default size of the first request: covers ftyp + moov of most clips under a minute.
     public static let defaultFirstRequest: Int64 = 64 << 10
@@ -44,11 +45,19 @@ public struct BoxWalker: Sendable {
     /// Bytes after the moov fetched with it when the moov needs a request of its own: the next box
     /// header and the first samples, which `avformat_find_stream_info` reads.
     public var afterMoov: Int64 = 64 << 10
+    /// The largest moov fetched. A day of 60 fps video with audio has a moov of about 100 MB; a
+    /// larger claim is taken for damage rather than downloaded.
+    public var maxHeaderBox: Int64 = 256 << 20
     static let maxBoxes = 100_000
 
     static let topLevelTypes: Set<String> = [
         "ftyp", "styp", "moov", "mdat", "free", "skip", "wide", "pnot", "sidx", "ssix", "moof", "mfra",
         "uuid", "meta", "pdin", "emsg", "prft", "udta", "junk", "jP  ", "pict", "PICT", "mdia",
+    ]
+    /// Boxes a moov holds (ISO/IEC 14496-12 and QuickTime): where these stop, a size-0 moov ends.
+    static let moovChildTypes: Set<String> = [
+        "mvhd", "trak", "udta", "meta", "mvex", "iods", "pssh", "cmov", "rmra", "ipmc", "prfl", "clip", "ctab",
+        "htka", "free", "skip", "wide", "uuid",
     ]
 
     public init() {}
@@ -63,24 +72,26 @@ public struct BoxWalker: Sendable {
         while offset + 8 <= size, layout.boxes.count < BoxWalker.maxBoxes {
             // After the moov, keep walking only through bytes we already hold: no extra requests.
             if layout.moov != nil && !source.isLocal(offset..<min(size, offset + 16)) { break }
-            guard let box = try readHeader(source, at: offset, fileSize: size, layout: &layout) else {
+            let stated: StatedBox
+            do {
+                guard let header = try StatedBox.read(from: source, at: offset) else { break }
+                stated = header
+            } catch let problem as StatedBox.Problem {
                 if offset == 0 { return nil }
+                layout.damaged = problem.text
                 break
             }
-            layout.boxes.append(box)
-            switch box.type {
-            case "moov":
+            if offset == 0 && !BoxWalker.topLevelTypes.contains(stated.type) { return nil }
+            let box: BoxHeader
+            if stated.type == "moov" {
+                box = try fetchMoov(stated, from: source, fileSize: size, layout: &layout)
                 layout.moov = box
-                // One request for the rest of the moov, the next box header and the first samples
-                // (what libavformat reads next); nothing when the first request already held it.
-                if !source.isLocal(box.offset..<min(size, box.end + 16)) {
-                    try source.prefetch(box.offset..<min(size, box.end + afterMoov))
-                }
                 if try containsChild("mvex", of: box, in: source) { layout.fragmented = true }
-            case "moof", "sidx", "mfra":
-                layout.fragmented = true
-            default: break
+            } else {
+                box = BoxWalker.clipped(stated, fileSize: size, layout: &layout)
+                if ["moof", "sidx", "mfra"].contains(box.type) { layout.fragmented = true }
             }
+            layout.boxes.append(box)
             offset = box.end
             if layout.moov == nil, offset < size, !source.isLocal(offset..<min(size, offset + 16)) {
                 // Jumping over media data to an unknown box: take the rest in one go when small.
@@ -91,38 +102,72 @@ public struct BoxWalker: Sendable {
         return layout
     }
 
-    private func readHeader(_ source: any MediaSource, at offset: Int64, fileSize: Int64,
-                            layout: inout MP4Layout) throws -> BoxHeader? {
-        let bytes = try readUpTo(16, from: source, at: offset)
-        guard bytes.count >= 8 else { return nil }
-        let size32 = Int64(bytes[0]) << 24 | Int64(bytes[1]) << 16 | Int64(bytes[2]) << 8 | Int64(bytes[3])
-        let typeBytes = bytes[4..<8]
-        guard typeBytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else {
-            layout.damaged = "unreadable box header at offset \(offset)"
-            return nil
+    /// A box other than the moov, its size checked against the file: one running past the end (a
+    /// truncated download, usually) is kept to the end and noted; its body is never fetched here.
+    private static func clipped(_ stated: StatedBox, fileSize: Int64, layout: inout MP4Layout) -> BoxHeader {
+        let room = fileSize - stated.offset // offset < fileSize, so this cannot overflow
+        let size = stated.size ?? room // size 0: to the end of the file
+        if size > room {
+            layout.damaged = "box '\(stated.type)' at offset \(stated.offset) claims \(size) bytes but the file ends at \(fileSize)"
         }
-        let type = String(decoding: typeBytes, as: UTF8.self)
-        if offset == 0 && !BoxWalker.topLevelTypes.contains(type) { return nil }
-        var headerSize = 8
-        var boxSize = size32
-        if size32 == 1 {
-            guard bytes.count >= 16 else { layout.damaged = "truncated 64-bit box header at offset \(offset)"; return nil }
-            let large = bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            guard large <= UInt64(Int64.max) else { layout.damaged = "box size overflows at offset \(offset)"; return nil }
-            boxSize = Int64(large)
-            headerSize = 16
-        } else if size32 == 0 {
-            boxSize = fileSize - offset // extends to the end of the file
+        return BoxHeader(type: stated.type, offset: stated.offset, size: min(size, room), headerSize: stated.headerSize)
+    }
+
+    /// Checks the moov's size, then fetches its body, the next box header and the first samples
+    /// (what libavformat reads next) in one request — nothing when the first request held them.
+    ///
+    /// Size 0 means "to the end of the file", and libavformat reads it so; but a moov in front of
+    /// the media data with size 0 would make that the whole file. Its children are walked instead
+    /// (their headers, fetching each child as it is met) up to the first box that cannot be a moov's
+    /// child — the `mdat`, usually — and only that much is the moov.
+    private func fetchMoov(_ stated: StatedBox, from source: any MediaSource, fileSize: Int64,
+                           layout: inout MP4Layout) throws -> BoxHeader {
+        let room = fileSize - stated.offset
+        guard let size = stated.size else {
+            let end = try childrenEnd(of: stated, in: source, fileSize: fileSize)
+            if end < fileSize {
+                layout.damaged = "the moov box at offset \(stated.offset) has size 0 (to the end of the file) "
+                    + "but its boxes end at \(end)"
+            }
+            return BoxHeader(type: "moov", offset: stated.offset, size: end - stated.offset, headerSize: stated.headerSize)
         }
-        guard boxSize >= Int64(headerSize) else {
-            layout.damaged = "box '\(type)' at offset \(offset) has an impossible size \(boxSize)"
-            return nil
+        if size > room {
+            throw MediaError.malformed(input: source.input, detail: "the moov box at offset \(stated.offset) claims \(size) "
+                                       + "bytes but the file ends at \(fileSize): it is truncated or damaged")
         }
-        if boxSize > fileSize - offset { // offset <= fileSize, so this cannot overflow
-            layout.damaged = "box '\(type)' at offset \(offset) claims \(boxSize) bytes but the file ends at \(fileSize)"
-            return BoxHeader(type: type, offset: offset, size: fileSize - offset, headerSize: headerSize)
+        try checkLimit(size, of: stated, input: source.input)
+        let box = BoxHeader(type: "moov", offset: stated.offset, size: size, headerSize: stated.headerSize)
+        if !source.isLocal(box.offset..<min(fileSize, box.end + 16)) {
+            try source.prefetch(box.offset..<min(fileSize, box.end + afterMoov))
         }
-        return BoxHeader(type: type, offset: offset, size: boxSize, headerSize: headerSize)
+        return box
+    }
+
+    /// Where the plausible children of a size-0 moov stop, fetching each child's body and the
+    /// `afterMoov` bytes after it as the walk reaches it.
+    private func childrenEnd(of moov: StatedBox, in source: any MediaSource, fileSize: Int64) throws -> Int64 {
+        var offset = moov.offset + Int64(moov.headerSize)
+        var count = 0
+        while offset + 8 <= fileSize, count < 10_000 {
+            if !source.isLocal(offset..<min(fileSize, offset + 16)) {
+                try source.prefetch(offset..<min(fileSize, offset + afterMoov))
+            }
+            guard let child = try StatedBox.readIfWellFormed(from: source, at: offset), BoxWalker.moovChildTypes.contains(child.type),
+                  let size = child.size, size <= fileSize - offset else { break }
+            try checkLimit(offset + size - moov.offset, of: moov, input: source.input)
+            if !source.isLocal(offset..<min(fileSize, offset + size + 16)) {
+                try source.prefetch(offset..<min(fileSize, offset + size + afterMoov))
+            }
+            offset += size
+            count += 1
+        }
+        return offset
+    }
+
+    private func checkLimit(_ size: Int64, of moov: StatedBox, input: String) throws {
+        guard size > maxHeaderBox else { return }
+        throw MediaError.malformed(input: input, detail: "the moov box at offset \(moov.offset) claims \(size) bytes, "
+                                   + "more than the \(maxHeaderBox)-byte limit for a header")
     }
 
     /// True when `parent` has a direct child box of `type` (headers read from cached bytes).
@@ -130,27 +175,12 @@ public struct BoxWalker: Sendable {
         var offset = parent.offset + Int64(parent.headerSize)
         var count = 0
         while offset + 8 <= parent.end, count < 10_000 {
-            let bytes = try readUpTo(8, from: source, at: offset)
-            guard bytes.count == 8 else { return false }
-            let size = Int64(bytes[0]) << 24 | Int64(bytes[1]) << 16 | Int64(bytes[2]) << 8 | Int64(bytes[3])
-            if String(decoding: bytes[4..<8], as: UTF8.self) == type { return true }
-            guard size >= 8 else { return false } // 64-bit or to-end children do not occur before mvex
+            guard let child = try StatedBox.readIfWellFormed(from: source, at: offset) else { return false }
+            if child.type == type { return true }
+            guard let size = child.size, size <= parent.end - offset else { return false }
             offset += size
             count += 1
         }
         return false
-    }
-
-    private func readUpTo(_ count: Int, from source: any MediaSource, at offset: Int64) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = try bytes.withUnsafeMutableBytes {
-                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]), at: offset + Int64(done))
-            }
-            if n == 0 { break }
-            done += n
-        }
-        return Array(bytes[0..<done])
     }
 }

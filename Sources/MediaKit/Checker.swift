@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import MediaSource
 
@@ -31,8 +30,17 @@ public struct Checker: Sendable {
 
     public init() {}
 
+    /// Runs on one version of the resource: if it changes during the check, the check starts over
+    /// on the new version (`MediaSession.onOneVersion`).
     public func check(_ input: String, session: MediaSession, start: Double, seconds: Double,
                       tracks selection: TrackSelection = .defaults) throws -> Result {
+        try session.onOneVersion {
+            try checkOnce(input, session: session, start: start, seconds: seconds, tracks: selection)
+        }
+    }
+
+    private func checkOnce(_ input: String, session: MediaSession, start: Double, seconds: Double,
+                           tracks selection: TrackSelection) throws -> Result {
         let opened = try OpenedInput(input, session: session, findStreamInfo: true)
         let context = opened.context
         let streams = try selection.streams(in: context)
@@ -42,51 +50,45 @@ public struct Checker: Sendable {
         var decoders: [Int: Decoder] = [:]
         let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
         for index in streams {
-            guard let st = context.stream(index) else { continue }
             results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
             do {
-                decoders[index] = try Decoder(stream: st)
+                decoders[index] = try Decoder(context, stream: index)
             } catch {
                 results[index]?.errors.append("\(error)")
             }
         }
+        // A track libavformat could not index (damaged sample tables) yields no packets: say why
+        // rather than report an empty track as played.
+        for index in streams where context.indexEntryCount(stream: index) == 0 {
+            if let problem = opened.tableProblem(track: index) { results[index]?.errors.append(problem) }
+        }
         if start > 0 {
-            let target = Int64(windowStart * Double(AV_TIME_BASE))
-            try FFmpegError.check(avformat_seek_file(context.pointer, -1, Int64.min, target, target, 0), "avformat_seek_file")
+            do { try context.seek(seconds: windowStart) } catch { throw opened.explain(error, seconds: start) }
         }
         let packet = try Packet()
-        func decoded(_ index: Int, _ frame: UnsafeMutablePointer<AVFrame>, _ decoder: Decoder) {
-            let pts = frame.pointee.best_effort_timestamp
-            let time = pts == mp_av_nopts_value() ? nil : Double(pts) * Double(decoder.timeBase.num) / Double(decoder.timeBase.den)
+        func decoded(_ index: Int, _ frame: Frame, _ decoder: Decoder) {
+            let time = frame.bestEffortTimestamp.map(decoder.seconds)
             if let time, time < windowStart - 1e-6 { return } // pre-roll from the key frame
             if let time, time >= windowEnd { return }
             results[index]?.frames += 1
             if let time { results[index]?.lastTime = time - offset }
         }
         while results.values.contains(where: { !$0.complete }) {
-            packet.unref()
-            let rc = av_read_frame(context.pointer, packet.pointer)
-            if rc == mp_averror_eof() { break }
-            if rc < 0 {
-                if let error = context.readError { throw error }
-                if session.cancellation.isCancelled { throw MediaError.interrupted }
-                throw MediaError.malformed(input: input, detail: FFmpegError(code: rc, function: "av_read_frame").description)
-            }
-            let index = Int(packet.pointer.pointee.stream_index)
+            let more: Bool
+            do { more = try context.readPacket(into: packet) } catch { throw opened.explain(error) }
+            guard more else { break }
+            let index = packet.streamIndex
             guard results[index] != nil, results[index]?.complete == false else { continue }
-            let st = context.stream(index)!
-            let tb = st.pointee.time_base
             // The window ends at the first packet whose decode time, plus the stream's decode delay
             // (as the planner counts it), reaches its end.
-            let dts = packet.pointer.pointee.dts
-            let ts = dts != mp_av_nopts_value() ? dts + delays[index, default: 0] : packet.pointer.pointee.pts
-            if ts != mp_av_nopts_value(), Double(ts) * Double(tb.num) / Double(tb.den) >= windowEnd {
+            if let ts = packet.dts.map({ $0 + delays[index, default: 0] }) ?? packet.pts,
+               context.seconds(ts, stream: index) >= windowEnd {
                 results[index]?.complete = true
                 continue
             }
             results[index]?.packets += 1
             guard let decoder = decoders[index] else { continue }
-            if let error = try decoder.decode(packet.pointer, { decoded(index, $0, decoder) }) {
+            if let error = try decoder.decode(packet, { decoded(index, $0, decoder) }) {
                 results[index]?.errors.append(error.description)
             }
         }
@@ -97,7 +99,7 @@ public struct Checker: Sendable {
             }
             results[index]?.complete = true
         }
-        return Result(input: input, start: start, seconds: seconds,
+        return Result(input: opened.source.input, start: start, seconds: seconds,
                       tracks: streams.compactMap { results[$0] }, fetch: opened.cost)
     }
 }

@@ -5,18 +5,19 @@ import Glibc
 
 /// A libavcodec decoder for one stream; the single owner of its `AVCodecContext`.
 final class Decoder {
-    let context: UnsafeMutablePointer<AVCodecContext>
-    let timeBase: AVRational
+    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let timeBase: AVRational
     private let frame: Frame
 
     /// The corresponding FFmpeg functions are `avcodec_find_decoder`, `avcodec_parameters_to_context`
     /// and `avcodec_open2`.
     /// `sliceThreadsOnly`: threads that work inside one frame, with no frame of delay — for
     /// decoding single key frames; otherwise frame and slice threads as libavcodec picks.
-    init(stream: UnsafeMutablePointer<AVStream>, sliceThreadsOnly: Bool = false) throws {
+    init(_ format: FormatContext, stream index: Int, sliceThreadsOnly: Bool = false) throws {
+        guard let stream = format.stream(index) else { throw MediaError.noTracks(detail: "no track #\(index)") }
         let par = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
-            throw MediaError.malformed(input: "stream #\(stream.pointee.index)",
+            throw MediaError.malformed(input: "stream #\(index)",
                                        detail: "no decoder for codec \(FormatContext.codecName(par.pointee.codec_id))")
         }
         guard let ctx = avcodec_alloc_context3(codec) else {
@@ -37,11 +38,12 @@ final class Decoder {
         avcodec_free_context(&ctx)
     }
 
-    /// Sends a packet (nil flushes) and hands each decoded frame to `body`.
-    /// Returns the first decode error, if any; decoding goes on past it as players do.
-    func decode(_ packet: UnsafeMutablePointer<AVPacket>?, _ body: (UnsafeMutablePointer<AVFrame>) throws -> Void) throws -> FFmpegError? {
+    /// Sends a packet (nil flushes) and hands each decoded frame to `body`, which must not keep it
+    /// (take a `Frame.reference` instead). Returns the first decode error, if any; decoding goes on
+    /// past it as players do.
+    func decode(_ packet: Packet?, _ body: (Frame) throws -> Void) throws -> FFmpegError? {
         var firstError: FFmpegError?
-        let sent = avcodec_send_packet(context, packet)
+        let sent = avcodec_send_packet(context, packet?.pointer)
         if sent < 0 && sent != mp_averror(EAGAIN) && sent != mp_averror_eof() {
             firstError = FFmpegError(code: sent, function: "avcodec_send_packet")
         }
@@ -53,8 +55,15 @@ final class Decoder {
                 break
             }
             defer { frame.unref() }
-            try body(frame.pointer)
+            try body(frame)
         }
         return firstError
     }
+
+    /// Forgets buffered frames and the end-of-stream state, before decoding from a new position.
+    /// The corresponding FFmpeg function is `avcodec_flush_buffers`.
+    func flush() { avcodec_flush_buffers(context) }
+
+    /// A timestamp of this stream in seconds.
+    func seconds(_ timestamp: Int64) -> Double { Double(timestamp) * Double(timeBase.num) / Double(timeBase.den) }
 }

@@ -39,6 +39,11 @@ extension FormatContext {
         return entries.sorted { $0.time < $1.time }
     }
 
+    /// How many entries the index of stream `index` has, without reading them.
+    func indexEntryCount(stream index: Int) -> Int {
+        stream(index).map { Int(max(0, avformat_index_get_entries_count($0))) } ?? 0
+    }
+
     /// How far the index's DTS run ahead of presentation times in stream `index`, in its time base:
     /// the stream's start time (first PTS) minus its first DTS; 0 without an index.
     func decodeDelay(stream index: Int) -> Int64 {

@@ -51,8 +51,11 @@ public final class FormatContext {
     /// containers without an index, such as MPEG-TS), for a context opened without it.
     public func findStreamInfo() throws {
         let rc = avformat_find_stream_info(pointer, nil)
-        if rc < 0 { throw FormatContext.failure(rc, "avformat_find_stream_info", bridge: bridge) }
+        if rc < 0 { throw failure(rc, "avformat_find_stream_info") }
     }
+
+    /// The error to report for a failed call on this context: what the read path said, else FFmpeg's.
+    func failure(_ code: Int32, _ function: String) -> Error { FormatContext.failure(code, function, bridge: bridge) }
 
     /// The error to report: what the read path said (HTTP, offline...), else FFmpeg's.
     private static func failure(_ code: Int32, _ function: String, bridge: AVIOBridge) -> Error {
@@ -71,6 +74,9 @@ public final class FormatContext {
 
     /// The error behind the last failed read (network, offline miss), if any.
     var readError: Error? { bridge.lastError }
+
+    /// The read callback stopped libavformat because the job was cancelled.
+    var interrupted: Bool { bridge.interrupted }
 
     /// libavformat's short name for the container, e.g. `mov,mp4,m4a,3gp,3g2,mj2`.
     public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }

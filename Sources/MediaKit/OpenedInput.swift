@@ -17,7 +17,7 @@ struct OpenedInput {
         do {
             context = try FormatContext(source: source, findStreamInfo: findStreamInfo, cancellation: session.cancellation)
         } catch let error as FFmpegError {
-            throw OpenedInput.mediaError(error, input: source.input, layout: layout)
+            throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
         }
     }
 
@@ -25,7 +25,8 @@ struct OpenedInput {
     var cost: SourceCounters { source.counters.since(before) }
 
     /// FFmpeg's error, said as what is wrong with the media.
-    private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?) -> MediaError {
+    private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?,
+                                   source: any MediaSource) -> MediaError {
         if let layout, layout.moov == nil {
             // libavformat could not use an ISO-BMFF file without a moov (some HEIF images it can):
             // say what is missing instead of FFmpeg's generic error.
@@ -33,6 +34,10 @@ struct OpenedInput {
         }
         if error.code == mp_averror_invaliddata() && error.function == "avformat_open_input" && layout == nil {
             return .notMedia(input: input)
+        }
+        // "Cannot allocate memory" and the like: the sample tables say what is wrong, where they can.
+        if let moov = layout?.moov, let problem = SampleTables(moov: moov, source: source).problem() {
+            return .malformed(input: input, detail: problem)
         }
         let detail = layout?.damaged.map { "\($0); " } ?? ""
         return .malformed(input: input, detail: detail + error.description)

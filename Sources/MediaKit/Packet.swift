@@ -19,6 +19,20 @@ final class Packet {
 
     /// Drops the payload so the packet can be reused.
     func unref() { av_packet_unref(pointer) }
+
+    var streamIndex: Int { Int(pointer.pointee.stream_index) }
+    /// Decode timestamp in the stream's time base, nil when the demuxer does not know it.
+    var dts: Int64? { Packet.known(pointer.pointee.dts) }
+    var pts: Int64? { Packet.known(pointer.pointee.pts) }
+
+    /// The payload (an encoder's output), copied out.
+    var bytes: [UInt8] {
+        guard let data = pointer.pointee.data, pointer.pointee.size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(pointer.pointee.size)))
+    }
+
+    /// nil for `AV_NOPTS_VALUE`.
+    static func known(_ timestamp: Int64) -> Int64? { timestamp == mp_av_nopts_value() ? nil : timestamp }
 }
 
 /// An `AVFrame`; the single owner, freed in `deinit`.
@@ -30,10 +44,59 @@ final class Frame {
         pointer = f
     }
 
+    /// A frame with its own picture buffer of `width` × `height` in `format`.
+    /// The corresponding FFmpeg function is `av_frame_get_buffer`.
+    convenience init(width: Int, height: Int, format: AVPixelFormat) throws {
+        try self.init()
+        pointer.pointee.width = Int32(width)
+        pointer.pointee.height = Int32(height)
+        pointer.pointee.format = format.rawValue
+        try FFmpegError.check(av_frame_get_buffer(pointer, 0), "av_frame_get_buffer")
+    }
+
     deinit {
         var f: UnsafeMutablePointer<AVFrame>? = pointer
         av_frame_free(&f)
     }
 
     func unref() { av_frame_unref(pointer) }
+
+    /// Paints the whole picture black in its pixel format and color range.
+    /// The corresponding FFmpeg function is `av_image_fill_black`.
+    func fillBlack() throws {
+        var data = planes
+        try FFmpegError.check(av_image_fill_black(&data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
+                                                  pointer.pointee.width, pointer.pointee.height), "av_image_fill_black")
+    }
+
+    /// The picture's first four planes (`data`), nil where the format has fewer.
+    var planes: [UnsafeMutablePointer<UInt8>?] {
+        withUnsafePointer(to: pointer.pointee.data) {
+            $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) }
+        }
+    }
+
+    /// Bytes from one row to the next in each of `planes` (`linesize`).
+    var lineSizes: [Int32] {
+        withUnsafePointer(to: pointer.pointee.linesize) {
+            $0.withMemoryRebound(to: Int32.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) }
+        }
+    }
+
+    /// Makes this frame another reference to `other`'s picture (dropping what it held).
+    func reference(_ other: Frame) throws {
+        av_frame_unref(pointer)
+        try FFmpegError.check(av_frame_ref(pointer, other.pointer), "av_frame_ref")
+    }
+
+    var width: Int { Int(pointer.pointee.width) }
+    var height: Int { Int(pointer.pointee.height) }
+    var pixelFormat: AVPixelFormat { AVPixelFormat(rawValue: pointer.pointee.format) }
+    /// The decoder's best guess of the presentation time, in the stream's time base.
+    var bestEffortTimestamp: Int64? { Packet.known(pointer.pointee.best_effort_timestamp) }
+    /// The picture's own sample aspect ratio, nil when it does not state one.
+    var sampleAspectRatio: Double? { Frame.ratio(pointer.pointee.sample_aspect_ratio) }
+
+    /// A positive ratio as a number, else nil.
+    static func ratio(_ r: AVRational) -> Double? { r.num > 0 && r.den > 0 ? Double(r.num) / Double(r.den) : nil }
 }

@@ -1,4 +1,4 @@
-/// A packed 8-bit RGB picture: what thumbnails are scaled to, rotated, composed and encoded from.
+/// A packed 8-bit RGB picture: what thumbnails are scaled to, rotated, and encoded or drawn on a sheet from.
 public struct RGBImage: Sendable, Equatable {
     public let width: Int
     public let height: Int
@@ -36,15 +36,5 @@ public struct RGBImage: Sendable, Equatable {
             }
         }
         return RGBImage(width: w, height: h, pixels: out)
-    }
-
-    /// Copies `image` into this one with its top-left corner at (x, y), clipped to the bounds.
-    public mutating func paste(_ image: RGBImage, x: Int, y: Int) {
-        for row in 0..<image.height where y + row < height {
-            let count = max(0, min(image.width, width - x)) * 3
-            guard count > 0 else { return }
-            let src = row * image.width * 3, dst = ((y + row) * width + x) * 3
-            pixels.replaceSubrange(dst..<dst + count, with: image.pixels[src..<src + count])
-        }
     }
 }

@@ -20,8 +20,8 @@ public struct ThumbnailOptions: Sendable {
     public var quality = 80
     /// Decode from the key frame up to the exact time instead of taking the key frame itself.
     public var accurate = false
-    /// Keep each decoded picture in memory (`Thumbnail.picture`), as a sprite sheet needs.
-    public var keepPictures = false
+    /// Sprite sheets (JPEG) composed as the thumbnails are made, with a WebVTT storyboard; nil for none.
+    public var sprite: SpriteLayout?
 
     public init() {}
 
@@ -37,6 +37,13 @@ public struct ThumbnailOptions: Sendable {
         case .at(let list):
             return list
         }
+    }
+
+    /// Why the sprite grid cannot be made, or nil: checked before any work, with the requested
+    /// thumbnail size (a side not given follows a 16:9 picture, e.g. the default 320x180).
+    public var spriteProblem: String? {
+        let (width, height) = outputSize(displayWidth: 16, displayHeight: 9)
+        return sprite?.problem(cellWidth: width, cellHeight: height)
     }
 
     /// Output size for a picture displayed at `displayWidth` × `displayHeight`: even numbers, as

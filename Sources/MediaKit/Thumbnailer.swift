@@ -1,5 +1,4 @@
 import ByteCache
-import CFFmpeg
 import Foundation
 import MediaSource
 
@@ -11,9 +10,8 @@ public struct Thumbnail: Sendable {
     public let height: Int
     public let encoded: [UInt8]
     public let fileName: String
-    /// The decoded picture, kept only with `ThumbnailOptions.keepPictures` (for a sprite sheet):
-    /// a long batch holds just the small encoded files.
-    public let picture: RGBImage?
+    /// Its place on a sprite sheet, with `ThumbnailOptions.sprite`.
+    public let sprite: SpriteCell?
 }
 
 public struct ThumbnailSet: Sendable {
@@ -21,11 +19,16 @@ public struct ThumbnailSet: Sendable {
     /// Seconds, when the container states it.
     public let duration: Double?
     public let thumbnails: [Thumbnail]
+    /// The encoded sprite sheets, in order, with `ThumbnailOptions.sprite`.
+    public let sprites: [SpriteSheet]
     /// Things to tell the user (times clamped to the end, no index...).
     public let notes: [String]
     /// The moov (or header) plus the key frames decoded: the least the job needs to move.
     public let floorBytes: Int64
     public let fetch: SourceCounters
+
+    /// The WebVTT storyboard pointing into `sprites`; nil without sheets.
+    public var storyboard: String? { Storyboard.vtt(thumbnails, duration: duration) }
 }
 
 /// Thumbnails from key frames: plan the frames from the index, fetch every range they need in
@@ -36,19 +39,26 @@ public struct Thumbnailer: Sendable {
 
     public init() {}
 
+    /// Runs on one version of the resource: if it changes while the thumbnails are made, they are
+    /// made again from the new version (`MediaSession.onOneVersion`). `progress` may then count twice.
     public func make(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void = { _ in }) throws -> ThumbnailSet {
+        try session.onOneVersion { try makeOnce(input, session: session, progress: progress) }
+    }
+
+    private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters.
         let opened = try OpenedInput(input, session: session, findStreamInfo: false)
         let (source, context) = (opened.source, opened.context)
-        guard let video = context.bestStream(.video), let stream = context.stream(video) else {
-            throw MediaError.noTracks(detail: "\(input) has no video track to take thumbnails from")
+        guard let video = context.bestStream(.video) else {
+            throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
         }
         var notes: [String] = []
         let entries = context.indexEntries(stream: video)
         if entries.isEmpty || context.durationSeconds == nil {
-            try context.findStreamInfo() // no index: the duration and start time come from the first packets
+            // No index: the duration and start time come from the first packets.
+            do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
-        let duration = context.durationSeconds ?? stream.duration
+        let duration = context.durationSeconds ?? context.duration(stream: video)
         let keyframes = entries.filter(\.isKeyframe)
         let offset = context.startTime
         // For each requested time: the key frame at or before it (clamped to the last one).
@@ -78,38 +88,57 @@ public struct Thumbnailer: Sendable {
         prefetcher.connections = connections
         try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
 
-        let decoder = try Decoder(stream: stream, sliceThreadsOnly: !options.accurate)
+        let decoder = try Decoder(context, stream: video, sliceThreadsOnly: !options.accurate)
         context.discardAllStreams(except: video)
         let scaler = Scaler()
+        var sheets = options.sprite.map { SpriteSheets(layout: $0, count: targets.count, quality: options.quality) }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
+        // A sheet needs the picture of a repeated key frame again: the last one is kept (times
+        // mostly come in order); an earlier one is decoded again rather than keeping every picture.
+        var last: (position: Int64, image: RGBImage)?
         for (i, target) in targets.enumerated() {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
             let name = Thumbnailer.fileName(time: target.time, format: options.format)
             if !options.accurate, let key = target.keyframe, let same = done[key.position] {
-                made.append(Thumbnail(time: target.time, pts: same.pts, width: same.width, height: same.height,
-                                      encoded: same.encoded, fileName: name, picture: same.picture))
-                progress(i + 1)
-                continue
+                let image = last?.position == key.position ? last?.image : nil
+                if sheets == nil || image != nil {
+                    let cell = try image.flatMap { try sheets?.add($0) }
+                    made.append(Thumbnail(time: target.time, pts: same.pts, width: same.width, height: same.height,
+                                          encoded: same.encoded, fileName: name, sprite: cell))
+                    progress(i + 1)
+                    continue
+                }
             }
             let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
             let exact = target.keyframe?.timestamp
-            let (frame, pts) = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
-                                               timestamp: exact, until: options.accurate ? offset + target.time : nil)
-                ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
-                               until: nil, alone: false)
-                ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset, until: nil, alone: false)
-                ?? { throw MediaError.malformed(input: input, detail: String(format: "no picture decoded at %.3f s", seekTime)) }()
-            let image = try picture(frame.pointer, stream: stream, scaler: scaler)
+            let decoded: (Frame, Double)?
+            do {
+                decoded = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
+                                          timestamp: exact, until: options.accurate ? offset + target.time : nil)
+                    ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
+                                   until: nil, alone: false)
+                    ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset, until: nil, alone: false)
+            } catch {
+                throw opened.explain(error, track: video, seconds: target.time)
+            }
+            guard let (frame, pts) = decoded else {
+                throw MediaError.malformed(input: source.input, detail: String(format: "no picture decoded at %.3f s", seekTime))
+            }
+            let image = try picture(frame, context: context, stream: video, scaler: scaler)
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
             let thumbnail = Thumbnail(time: target.time, pts: pts - offset, width: image.width, height: image.height,
-                                      encoded: encoded, fileName: name, picture: options.keepPictures ? image : nil)
-            if let key = target.keyframe { done[key.position] = thumbnail }
+                                      encoded: encoded, fileName: name, sprite: try sheets?.add(image))
+            if let key = target.keyframe {
+                done[key.position] = thumbnail
+                if sheets != nil { last = (key.position, image) }
+            }
             made.append(thumbnail)
             progress(i + 1)
         }
-        return ThumbnailSet(input: input, duration: duration, thumbnails: made, notes: notes, floorBytes: floor.byteCount,
-                            fetch: opened.cost)
+        try sheets?.finish()
+        return ThumbnailSet(input: source.input, duration: duration, thumbnails: made, sprites: sheets?.sheets ?? [], notes: notes,
+                            floorBytes: floor.byteCount, fetch: opened.cost)
     }
 
     static func fileName(time: Double, format: ImageFormat) -> String {
@@ -125,79 +154,46 @@ public struct Thumbnailer: Sendable {
     /// landing on the previous key frame through rounding.
     private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
                              until: Double?, alone: Bool = true) throws -> (Frame, Double)? {
-        guard let st = context.stream(stream) else { throw MediaError.noTracks(detail: "stream \(stream) vanished") }
-        let tb = st.pointee.time_base
-        let ts = timestamp ?? Int64((seekTo * Double(tb.den) / Double(tb.num)).rounded(.down))
-        try FFmpegError.check(av_seek_frame(context.pointer, Int32(stream), ts, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
-        avcodec_flush_buffers(decoder.context)
+        try context.seek(stream: stream, timestamp: timestamp ?? context.timestamp(seekTo, stream: stream))
+        decoder.flush()
         let packet = try Packet()
         let result = try Frame()
         var got: Double?
         var packets = 0
-        func keep(_ frame: UnsafeMutablePointer<AVFrame>) {
-            let p = frame.pointee.best_effort_timestamp
-            let time = p == mp_av_nopts_value() ? seekTo : Double(p) * Double(tb.num) / Double(tb.den)
+        func keep(_ frame: Frame) throws {
+            let time = frame.bestEffortTimestamp.map(decoder.seconds) ?? seekTo
             if got == nil || until.map({ time <= $0 + 1e-6 }) == true {
-                av_frame_unref(result.pointer)
-                av_frame_ref(result.pointer, frame)
+                try result.reference(frame)
                 got = time
             }
         }
-        while true {
-            packet.unref()
-            let rc = av_read_frame(context.pointer, packet.pointer)
-            if rc < 0 {
-                if let error = context.readError { throw error }
-                if rc == mp_averror_eof() { break }
-                throw FFmpegError(code: rc, function: "av_read_frame")
-            }
-            guard packet.pointer.pointee.stream_index == Int32(stream) else { continue }
-            _ = try decoder.decode(packet.pointer, keep)
+        while try context.readPacket(into: packet) {
+            guard packet.streamIndex == stream else { continue }
+            _ = try decoder.decode(packet, keep)
             packets += 1
             if let until {
                 if let got, got >= until - 1e-6 { break }
-                let dts = packet.pointer.pointee.dts
-                if dts != mp_av_nopts_value(), Double(dts) * Double(tb.num) / Double(tb.den) > until + 1 { break }
+                if let dts = packet.dts, decoder.seconds(dts) > until + 1 { break }
             } else if alone || got != nil || packets >= 300 {
                 break // drained below
             }
         }
         _ = try decoder.decode(nil, keep)
-        avcodec_flush_buffers(decoder.context)
+        decoder.flush()
         return got.map { (result, $0) }
     }
 
     /// The frame at the output size in display orientation: sample aspect ratio and rotation applied.
-    private func picture(_ frame: UnsafeMutablePointer<AVFrame>, stream: UnsafeMutablePointer<AVStream>,
-                         scaler: Scaler) throws -> RGBImage {
-        let f = frame.pointee
-        var sar = f.sample_aspect_ratio
-        if sar.num <= 0 || sar.den <= 0 { sar = stream.pointee.sample_aspect_ratio }
-        var aspect = sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+    private func picture(_ frame: Frame, context: FormatContext, stream: Int, scaler: Scaler) throws -> RGBImage {
+        var aspect = frame.sampleAspectRatio ?? context.sampleAspectRatio(stream: stream) ?? 1
         if !(1.0 / 16...16).contains(aspect) { aspect = 1 } // a damaged SAR must not make a huge picture
-        let rotation = mp_stream_rotation(stream)
         // FFmpeg's display matrix angle is counter-clockwise; players turn the picture back clockwise.
-        let clockwise = rotation.isNaN ? 0 : ((Int((-rotation).rounded()) % 360) + 360) % 360
+        let clockwise = context.rotation(stream: stream).map { ((Int((-$0).rounded()) % 360) + 360) % 360 } ?? 0
         let sideways = clockwise == 90 || clockwise == 270
-        let displayW = Double(f.width) * aspect, displayH = Double(f.height)
+        let displayW = Double(frame.width) * aspect, displayH = Double(frame.height)
         let (outW, outH) = options.outputSize(displayWidth: sideways ? displayH : displayW,
                                               displayHeight: sideways ? displayW : displayH)
         let scaled = try scaler.rgb(frame, width: sideways ? outH : outW, height: sideways ? outW : outH)
         return scaled.rotated(clockwise: clockwise)
-    }
-}
-
-extension FormatContext {
-    /// Tells the demuxer to skip the other streams' packets, so their bytes are never read.
-    func discardAllStreams(except keep: Int) {
-        for i in 0..<streamCount where i != keep { stream(i)?.pointee.discard = AVDISCARD_ALL }
-    }
-}
-
-private extension UnsafeMutablePointer where Pointee == AVStream {
-    var duration: Double? {
-        let d = pointee.duration
-        guard d != mp_av_nopts_value(), d > 0 else { return nil }
-        return Double(d) * Double(pointee.time_base.num) / Double(pointee.time_base.den)
     }
 }

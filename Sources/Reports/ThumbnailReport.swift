@@ -1,39 +1,35 @@
-import Foundation
 import MediaKit
 
-/// A thumbnail set on disk (pictures, `manifest.json`, sprite and VTT) and as the object
-/// `mprobe thumbs --json` and a thumbnail job's result show.
+/// A thumbnail set on disk (pictures, sprite sheets, `thumbs.vtt`, `manifest.json`) and as the
+/// object `mprobe thumbs --json` and a thumbnail job's result show.
 public enum ThumbnailReport {
-    public static func write(_ set: ThumbnailSet, to dir: String, sprite: (Int, Int)??) throws {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        for t in set.thumbnails {
-            try Data(t.encoded).write(to: URL(fileURLWithPath: dir + "/" + t.fileName))
-        }
-        var spriteName: String?, vttName: String?
-        if let layout = sprite {
-            let board = try Storyboard(thumbnails: set.thumbnails, duration: set.duration, layout: layout, spriteName: "sprite.jpg")
-            try Data(try board.encodedSprite(quality: 80)).write(to: URL(fileURLWithPath: dir + "/sprite.jpg"))
-            try Data(board.vtt.utf8).write(to: URL(fileURLWithPath: dir + "/thumbs.vtt"))
-            (spriteName, vttName) = ("sprite.jpg", "thumbs.vtt")
-        }
-        try Data((manifest(set, sprite: spriteName, vtt: vttName).text + "\n").utf8)
-            .write(to: URL(fileURLWithPath: dir + "/manifest.json"))
+    static let storyboardName = "thumbs.vtt"
+
+    public static func write(_ set: ThumbnailSet, to dir: String) throws {
+        let folder = OutputFolder(dir)
+        try folder.create()
+        for t in set.thumbnails { try folder.write(t.encoded, to: t.fileName) }
+        for sheet in set.sprites { try folder.write(sheet.encoded, to: sheet.fileName) }
+        if let vtt = set.storyboard { try folder.write(Array(vtt.utf8), to: storyboardName) }
+        try folder.write(Array((manifest(set).text + "\n").utf8), to: "manifest.json")
     }
 
-    public static func manifest(_ set: ThumbnailSet, sprite: String?, vtt: String?) -> JSON {
+    /// `sprite` is the first sheet (null without sheets), `sprites` every sheet in order.
+    public static func manifest(_ set: ThumbnailSet) -> JSON {
         .object([
             ("url", .string(set.input)),
             ("thumbnails", .array(set.thumbnails.map { t in
                 .object([("time", .double(PrefetchReport.ms(t.time))), ("pts", .double(PrefetchReport.ms(t.pts))),
                          ("file", .string(t.fileName)), ("width", .int(t.width)), ("height", .int(t.height))])
             })),
-            ("sprite", .optional(sprite)), ("vtt", .optional(vtt)),
+            ("sprite", .optional(set.sprites.first?.fileName)),
+            ("sprites", .array(set.sprites.map { .string($0.fileName) })),
+            ("vtt", .optional(set.storyboard == nil ? nil : storyboardName)),
         ])
     }
 
-    public static func json(_ set: ThumbnailSet, dir: String, sprite: Bool) -> JSON {
-        guard case .object(var members) = manifest(set, sprite: sprite ? "sprite.jpg" : nil, vtt: sprite ? "thumbs.vtt" : nil)
-        else { return .null }
+    public static func json(_ set: ThumbnailSet, dir: String) -> JSON {
+        guard case .object(var members) = manifest(set) else { return .null }
         members.append(("dir", .string(dir)))
         members.append(("notes", .array(set.notes.map { .string($0) })))
         members.append(("fetch", .object([("requests", .int(set.fetch.requests)), ("bytes_fetched", .int(set.fetch.bytesFetched)),

@@ -9,9 +9,9 @@ import Synchronization
 /// Failures on stderr are ignored — there is nowhere left to report them.
 enum Console {
     /// The first failure writing stdout; once set, stdout is not written again.
-    private static let stdoutFailure = Mutex<OutputError?>(nil)
+    private static let stdoutFailure = Mutex<StdoutError?>(nil)
 
-    static var stdoutError: OutputError? { stdoutFailure.withLock { $0 } }
+    static var stdoutError: StdoutError? { stdoutFailure.withLock { $0 } }
 
     /// True once stdout is gone: batches stop starting work whose output nobody reads.
     static var stdoutGone: Bool { stdoutError != nil }
@@ -45,7 +45,7 @@ enum Console {
     static func writeStdout(_ bytes: UnsafeRawBufferPointer) throws {
         if let failure = stdoutError { throw failure }
         if let errno = writeAll(STDOUT_FILENO, bytes) {
-            let failure: OutputError = errno == EPIPE ? .closed : .failed(errno: errno)
+            let failure: StdoutError = errno == EPIPE ? .closed : .failed(errno: errno)
             stdoutFailure.withLock { if $0 == nil { $0 = failure } }
             throw failure
         }
@@ -85,7 +85,7 @@ enum Console {
 }
 
 /// Writing stdout failed.
-enum OutputError: Error, Equatable, CustomStringConvertible {
+enum StdoutError: Error, Equatable, CustomStringConvertible {
     /// The reader went away (EPIPE, e.g. `mprobe cat URL | head`): stop quietly.
     case closed
     /// A real write error (ENOSPC, EIO, EBADF...): the output is incomplete.

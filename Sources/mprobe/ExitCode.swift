@@ -2,6 +2,7 @@ import ByteCache
 import MediaKit
 import MediaSource
 import RangeFetch
+import Reports
 
 /// The process exit statuses, documented in `--help` and the README.
 enum ExitCode: Int32, CaseIterable {
@@ -50,10 +51,9 @@ enum ExitCode: Int32, CaseIterable {
             case .unsupportedInput, .invalidURL: return .usage
             case .inconsistentOrigin, .versionChanged: return .network
             }
-        case is CacheError, is SQLiteError: return .localIO
+        case is CacheError, is SQLiteError, is OutputError, is StdoutError: return .localIO
         case let e as MediaError: return e == .interrupted ? .cancelled : .media
         case is FFmpegError: return .media
-        case is OutputError: return .localIO
         default: return .internalError
         }
     }

@@ -70,17 +70,45 @@ final class ThumbnailTests: XCTestCase {
         return r.stdout
     }
 
-    func testThumbnailsMatchFFmpegsDecodeOfTheSameKeyFrame() throws {
-        let set = try make(nginx.url("/long.mp4")) { $0.times = .at([0, 7, 21.5]); $0.keepPictures = true }
+    func testThumbnailsAndSpriteCellsMatchFFmpegsDecodeOfTheSameKeyFrame() throws {
+        // PNG is lossless: it is the decoded picture itself. The JPEGs and the sprite cells (drawn
+        // into the sheet's YUV frame at their offsets) must look the same.
+        let png = try make(nginx.url("/long.mp4")) { $0.times = .at([0, 7, 21.5]); $0.format = .png }
+        let jpg = try make(nginx.url("/long.mp4")) { $0.times = .at([0, 7, 21.5]); $0.sprite = .grid(columns: 2, rows: 1) }
+        XCTAssertEqual(jpg.sprites.map(\.fileName), ["sprite.jpg", "sprite-2.jpg"])
         let dir = try TempDirectory()
-        for t in set.thumbnails {
+        for sheet in jpg.sprites { try Data(sheet.encoded).write(to: URL(fileURLWithPath: dir.file(sheet.fileName))) }
+        for (p, t) in zip(png.thumbnails, jpg.thumbnails) {
             let reference = try ffmpegRGB(["-ss", String(t.pts), "-i", media.file("long.mp4"), "-frames:v", "1",
                                            "-vf", "scale=\(t.width):\(t.height):flags=bicubic"])
-            XCTAssertGreaterThan(psnr(try XCTUnwrap(t.picture).pixels, reference), 30, "decoded picture at \(t.pts) s")
-            let jpeg = dir.file(t.fileName)
+            let decoded = dir.file(p.fileName), jpeg = dir.file(t.fileName)
+            try Data(p.encoded).write(to: URL(fileURLWithPath: decoded))
             try Data(t.encoded).write(to: URL(fileURLWithPath: jpeg))
+            XCTAssertGreaterThan(psnr(try ffmpegRGB(["-i", decoded]), reference), 30, "decoded picture at \(t.pts) s")
             XCTAssertGreaterThan(psnr(try ffmpegRGB(["-i", jpeg]), reference), 30, "JPEG at \(t.pts) s")
+            let cell = try XCTUnwrap(t.sprite)
+            let cropped = try ffmpegRGB(["-i", dir.file(cell.sheet), "-vf", "crop=\(cell.width):\(cell.height):\(cell.x):\(cell.y)"])
+            XCTAssertGreaterThan(psnr(cropped, reference), 30, "sprite cell \(cell.fragment) at \(t.pts) s")
         }
+        let vtt = try XCTUnwrap(jpg.storyboard)
+        XCTAssertTrue(vtt.contains("00:00:21.500 --> 00:00:30.000\nsprite-2.jpg#xywh=0,0,320,180\n"), vtt)
+        // A key frame met again after another (0 and 0.5 s share one) is decoded again for its cell.
+        let repeated = try make(media.file("long.mp4")) { $0.times = .at([0, 7, 0.5]); $0.sprite = .automatic }
+        XCTAssertEqual(repeated.thumbnails.compactMap(\.sprite).map(\.fragment),
+                       ["sprite.jpg#xywh=0,0,320,180", "sprite.jpg#xywh=320,0,320,180", "sprite.jpg#xywh=0,180,320,180"])
+        XCTAssertEqual(repeated.thumbnails[0].encoded, repeated.thumbnails[2].encoded)
+    }
+
+    func testSheetsTooLargeForTheRealThumbnailSizeSplitIntoMoreSheets() throws {
+        // 4096x2304 thumbnails: a 4x4 grid would be a 151 MP sheet; each sheet takes one row of 4.
+        let set = try make(media.file("long.mp4")) { $0.times = .count(6); $0.width = 4096; $0.sprite = .grid(columns: 4, rows: 4) }
+        XCTAssertEqual(set.sprites.map(\.fileName), ["sprite.jpg", "sprite-2.jpg"])
+        XCTAssertEqual(set.sprites.map(\.width), [4 * 4096, 2 * 4096])
+        XCTAssertEqual(set.sprites.map(\.height), [2304, 2304])
+        for sheet in set.sprites { XCTAssertLessThanOrEqual(sheet.width * sheet.height, SpriteLayout.maxPixels) }
+        XCTAssertEqual(set.thumbnails.map { $0.sprite?.fragment }, [
+            "sprite.jpg#xywh=0,0,4096,2304", "sprite.jpg#xywh=4096,0,4096,2304", "sprite.jpg#xywh=8192,0,4096,2304",
+            "sprite.jpg#xywh=12288,0,4096,2304", "sprite-2.jpg#xywh=0,0,4096,2304", "sprite-2.jpg#xywh=4096,0,4096,2304"])
     }
 
     func testAccurateDecodesUpToTheExactTime() throws {

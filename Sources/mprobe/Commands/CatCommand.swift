@@ -37,7 +37,7 @@ enum CatCommand: Command {
                 guard written == 0 else { throw SourceError.versionChanged(input: URLText.redacted(input)) }
                 try copy(try session.open(input), range: requested, verbose: args.flag("verbose"), written: &written)
             }
-        } catch OutputError.closed {
+        } catch StdoutError.closed {
             return .success // the reader went away (`| head`): a quiet stop
         } catch SourceError.versionChanged(let shown) where written > 0 {
             throw SourceError.inconsistentOrigin(input: shown, detail:

@@ -29,10 +29,8 @@ enum CheckCommand: Command {
         let options = GlobalOptions(args)
         let window = try WindowOptions(args)
         let session = try options.session()
-        let r = try session.onOneVersion {
-            try Checker().check(args.positionals[0], session: session, start: window.start,
-                                seconds: window.seconds, tracks: window.tracks)
-        }
+        let r = try Checker().check(args.positionals[0], session: session, start: window.start,
+                                    seconds: window.seconds, tracks: window.tracks)
         if options.json {
             Console.out(CheckReport.json(r).text)
         } else {

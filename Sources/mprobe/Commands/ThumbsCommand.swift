@@ -23,7 +23,9 @@ enum ThumbsCommand: Command {
           --height H       height in pixels (with --width: fit inside W x H)
           --format F       jpg (default), png or webp;  --quality Q  1-100 (default 80)
           --out DIR        where to write (default ./thumbs); several inputs get a folder each
-          --sprite [CxR]   also sprite.jpg (a C x R grid, default square-ish) and thumbs.vtt
+          --sprite [CxR]   also sprite sheets and thumbs.vtt: C x R thumbnails a sheet (default square-ish,
+                           one sheet when it fits); more go on sprite-2.jpg, ...; a sheet is at most
+                           65500 pixels a side and 8192x8192 pixels in all
           --accurate       decode from the key frame up to the exact time (fetches more)
           -j N, -i FILE    several inputs at once / from a list, as for probe
           --json           one object per input: the manifest, the notes and what it fetched
@@ -40,9 +42,9 @@ enum ThumbsCommand: Command {
         let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         var thumbnailer = Thumbnailer()
         thumbnailer.options = try thumbnailOptions(args)
-        let sprite = try args.flag("sprite") ? Optional(spriteLayout(args.value("sprite"))) : nil
-        thumbnailer.options.keepPictures = sprite != nil
         let out = args.value("out") ?? "thumbs"
+        guard !out.isEmpty else { throw UsageError("--out needs a folder") }
+        try OutputFolder(out).checkWritable() // before any fetch: a typo in --out costs nothing
         var folders = FolderNamer()
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
@@ -64,7 +66,7 @@ enum ThumbsCommand: Command {
                     progress.thumbnailDone()
                     show()
                 }
-                try ThumbnailReport.write(set, to: dir, sprite: sprite)
+                try ThumbnailReport.write(set, to: dir)
                 return (set, dir)
             }
         }, emit: { _, item, result in
@@ -73,8 +75,7 @@ enum ThumbsCommand: Command {
             case .success(let (set, dir)):
                 bar.finish()
                 if !options.json { for note in set.notes { Console.warning("\(input): \(note)") } }
-                Console.out(options.json ? ThumbnailReport.json(set, dir: dir, sprite: sprite != nil).text
-                                         : ThumbsOutput.human(set, dir: dir, sprite: sprite != nil))
+                Console.out(options.json ? ThumbnailReport.json(set, dir: dir).text : ThumbsOutput.human(set, dir: dir))
             case .failure(let error):
                 bar.finish()
                 failures.report(input: input, error: error)
@@ -121,14 +122,19 @@ enum ThumbsCommand: Command {
             o.quality = q
         }
         o.accurate = args.flag("accurate")
+        if args.flag("sprite") { o.sprite = try spriteLayout(args.value("sprite")) }
+        // Bounded here, before any fetch: a sheet too large to hold or to encode is a usage error.
+        if let problem = o.spriteProblem { throw UsageError("--sprite: \(problem)") }
         return o
     }
 
-    static func spriteLayout(_ text: String?) throws -> (Int, Int)? {
-        guard let text else { return nil }
-        let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
-        guard parts.count == 2, parts[0] >= 1, parts[1] >= 1 else { throw UsageError("--sprite needs COLSxROWS, e.g. 5x4") }
-        return (parts[0], parts[1])
+    static func spriteLayout(_ text: String?) throws -> SpriteLayout {
+        guard let text else { return .automatic }
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
+        guard parts.count == 2, let columns = parts[0], let rows = parts[1], columns >= 1, rows >= 1 else {
+            throw UsageError("--sprite needs COLSxROWS, e.g. 5x4")
+        }
+        return .grid(columns: columns, rows: rows)
     }
 
 }
