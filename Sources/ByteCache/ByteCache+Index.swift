@@ -153,13 +153,12 @@ extension ByteCache {
     }
 
     /// Records the origin's validators. If they conflict with the stored ones, the stored ranges
-    /// are dropped and the generation advances (a new data file), in one transaction.
+    /// are dropped and the generation advances (a new data file), in one transaction. nil when
+    /// the key has no row (it was evicted or removed meanwhile).
     static func applyValidators(db: SQLiteDatabase, key: String, url: String, _ incoming: ResourceValidators,
-                                contentType: String?) throws -> (state: EntryState, dropped: Bool) {
+                                contentType: String?) throws -> (state: EntryState, dropped: Bool)? {
         try db.writeTransaction {
-            guard var state = try loadEntryState(db: db, key: key) else {
-                throw CacheError.corruptIndex("row for \(key) missing while validating")
-            }
+            guard var state = try loadEntryState(db: db, key: key) else { return nil }
             let dropped = state.validators.conflicts(with: incoming)
             var validators = dropped ? incoming : state.validators.merged(with: incoming)
             if dropped {

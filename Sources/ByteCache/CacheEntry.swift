@@ -8,6 +8,11 @@ import Glibc
 ///
 /// Durability order: bytes are `pwrite`n, `fdatasync`ed, and only then their ranges are
 /// committed to the index, so a crash can lose a range but never make the index claim garbage.
+///
+/// The entry's lock guards only its in-memory state and is never held across I/O that may wait:
+/// `fdatasync`, index transactions (which wait for other processes' write locks) and opening
+/// files happen outside it, so readers of present bytes never stall behind them. Decisions made
+/// outside the lock are applied only if the entry is still at the generation they were based on.
 public final class CacheEntry: RangeStore {
     /// Written bytes not yet committed are committed once they reach this many.
     static let autoCommitBytes: Int64 = 16 << 20
@@ -21,7 +26,9 @@ public final class CacheEntry: RangeStore {
         var generation: StoreGeneration
         var validators: ResourceValidators
         var committed: ByteRangeSet
-        var pending: ByteRangeSet
+        /// Handed to a commit in progress: readable, recorded once that commit ends.
+        var committing = ByteRangeSet()
+        var pending = ByteRangeSet()
         var pendingBytes: Int64 = 0
     }
     private let state: Mutex<State>
@@ -41,27 +48,49 @@ public final class CacheEntry: RangeStore {
         if untouched { try? cache.removeIfEmpty(key: key) }
     }
 
+    // MARK: Attaching to the index
+
     /// Finds or creates the row, opens its data file with the shared lock, and checks the row
     /// was not evicted or regenerated in between (else tries again with the new row).
     private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
         while true {
             let row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
-            let path = cache.dataPath(row)
-            let file = try DataFile(path: path)
+            let file = try DataFile(path: cache.dataPath(row))
             let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
-            if let loaded, loaded.generation == row {
-                return State(file: file, generation: row, validators: loaded.validators,
-                             committed: loaded.ranges, pending: ByteRangeSet())
+            guard let loaded, loaded.generation == row else {
+                unlink(file.path) // evicted while we opened it: this file belongs to no row
+                continue
             }
-            unlink(path) // evicted while we opened it: this file belongs to no row
+            return State(file: file, generation: row, validators: loaded.validators, committed: loaded.ranges)
         }
     }
+
+    /// Moves the entry to what the index now holds for its key (a new version, a new row after
+    /// eviction) — unless it has left `observed` meanwhile, because another thread moved it on.
+    private func moveOn(from observed: StoreGeneration) throws {
+        let fresh = try CacheEntry.attach(cache: cache, key: key, url: url)
+        state.withLock { s in
+            if s.generation == observed { s = fresh }
+        }
+    }
+
+    /// Adds what the index holds for the entry's generation (ranges only grow within one).
+    private func merge(_ loaded: ByteCache.EntryState) {
+        state.withLock { s in
+            guard s.generation == loaded.generation else { return }
+            s.committed.formUnion(loaded.ranges)
+            s.validators = s.validators.merged(with: loaded.validators)
+        }
+    }
+
+    // MARK: RangeStore
 
     public var validators: ResourceValidators { state.withLock { $0.validators } }
 
     public var available: ByteRangeSet {
         state.withLock {
             var all = $0.committed
+            all.formUnion($0.committing)
             all.formUnion($0.pending)
             return all
         }
@@ -70,39 +99,39 @@ public final class CacheEntry: RangeStore {
     /// Present ranges that are durable and recorded in the index.
     public var committedRanges: ByteRangeSet { state.withLock { $0.committed } }
 
+    public var generation: StoreGeneration { state.withLock { $0.generation } }
+
     public func refresh() throws {
-        try state.withLock { s in
-            guard let loaded = try cache.index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
-                  loaded.generation == s.generation else {
-                s = try CacheEntry.attach(cache: cache, key: key, url: url)
-                return
-            }
-            s.committed = loaded.ranges
-            s.validators = loaded.validators
+        let current = generation
+        if let loaded = try cache.index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
+           loaded.generation == current {
+            merge(loaded)
+        } else {
+            try moveOn(from: current)
         }
     }
 
     @discardableResult
     public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
-        try state.withLock { s in
-            let (loaded, dropped) = try cache.index.withLock {
-                try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
-            }
-            if loaded.generation != s.generation {
-                // New content: write to a fresh file; the old one goes once no one has it open.
-                unlink(s.file.path)
-                s.file = try DataFile(path: cache.dataPath(loaded.generation))
-                s.pending = ByteRangeSet()
-                s.pendingBytes = 0
-            }
-            s.generation = loaded.generation
-            s.validators = loaded.validators
-            s.committed = loaded.ranges
-            return dropped
+        let before = generation
+        guard let (loaded, dropped) = try cache.index.withLock({
+            try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
+        }) else {
+            // The row was evicted or removed meanwhile: make a new one and record there.
+            try moveOn(from: before)
+            return try applyValidators(incoming, contentType: contentType)
         }
+        if loaded.generation == before {
+            merge(loaded)
+        } else {
+            try moveOn(from: before)
+        }
+        if dropped {
+            // New content: the old version's file goes once no one has it open.
+            unlink(cache.dataPath(StoreGeneration(row: loaded.generation.row, number: loaded.generation.number - 1)))
+        }
+        return dropped
     }
-
-    public var generation: StoreGeneration { state.withLock { $0.generation } }
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
         let target = state.withLock { s -> (DataFile, Bool)? in
@@ -121,27 +150,49 @@ public final class CacheEntry: RangeStore {
         return recorded
     }
 
+    /// Makes the pending bytes durable and records them. The bytes stay readable throughout (as
+    /// `committing`); a generation replaced meanwhile gets nothing recorded (the index checks it in
+    /// the same transaction), and a failed commit leaves them pending for the next one.
     public func commit() throws {
-        let evict = try state.withLock { s -> Bool in
-            guard !s.pending.isEmpty else { return false }
-            try s.file.sync()
-            let merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, generation: s.generation, s.pending) }
-            s.pending = ByteRangeSet()
-            s.pendingBytes = 0
-            guard let merged else {
-                // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
-                s = try CacheEntry.attach(cache: cache, key: key, url: url)
-                return false
+        let batch = state.withLock { s -> (file: DataFile, generation: StoreGeneration, ranges: ByteRangeSet)? in
+            guard !s.pending.isEmpty else { return nil }
+            defer {
+                s.committing.formUnion(s.pending)
+                s.pending = ByteRangeSet()
+                s.pendingBytes = 0
             }
-            s.committed = merged
+            return (s.file, s.generation, s.pending)
+        }
+        guard let batch else { return }
+        let merged: ByteRangeSet?
+        do {
+            try batch.file.sync()
+            merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, generation: batch.generation, batch.ranges) }
+        } catch {
+            state.withLock { s in
+                s.committing = s.committing.subtracting(batch.ranges.ranges)
+                if s.generation == batch.generation { s.pending.formUnion(batch.ranges) }
+            }
+            throw error
+        }
+        let recorded = state.withLock { s -> Bool in
+            s.committing = s.committing.subtracting(batch.ranges.ranges)
+            guard let merged, s.generation == batch.generation else { return false }
+            s.committed.formUnion(merged)
             return true
         }
-        if evict { try cache.enforceLimit(keeping: state.withLock { $0.generation.row }) }
+        if recorded {
+            try cache.enforceLimit(keeping: batch.generation.row)
+        } else if merged == nil {
+            // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
+            try moveOn(from: batch.generation)
+        }
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         let (file, length) = state.withLock { s -> (DataFile, Int64) in
-            (s.file, max(s.committed.coveredLength(from: offset), s.pending.coveredLength(from: offset)))
+            (s.file, max(s.committed.coveredLength(from: offset), s.committing.coveredLength(from: offset),
+                         s.pending.coveredLength(from: offset)))
         }
         let n = Int(min(Int64(buffer.count), length))
         guard n > 0 else { return 0 }
