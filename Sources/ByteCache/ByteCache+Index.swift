@@ -52,7 +52,7 @@ extension ByteCache {
                 ON CONFLICT(key) DO UPDATE SET last_access = excluded.last_access, url = excluded.url
                 """, [.text(key), .text(url), .double(t), .double(t)])
             guard let row = try currentGeneration(db: db, key: key) else {
-                throw CacheError.corruptIndex("row for \(key) vanished inside its transaction")
+                throw CacheError.inconsistent(path: db.path, detail: "the row for \(key) vanished inside its transaction")
             }
             return row
         }

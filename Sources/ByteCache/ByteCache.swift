@@ -1,15 +1,12 @@
-import Foundation
 import URLSupport
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The segmented on-disk cache: one sparse data file per resource version and an SQLite index
 /// (WAL mode) of what each file holds. Several threads and several processes may share one
 /// directory; SQLite transactions order index changes and `flock` on data files guards eviction.
 ///
-/// Layout: `DIR/index.sqlite` and `DIR/data/<id>-<generation>.bin`.
+/// Layout: `DIR/index.sqlite` and `DIR/data/<id>-<generation>.bin`, private to their owner
+/// (`CacheDirectory`).
 public final class ByteCache: Sendable {
     public static let defaultMaxBytes: Int64 = 10 << 30
 
@@ -19,6 +16,7 @@ public final class ByteCache: Sendable {
     /// tokens change share one entry.
     public let keyForURL: @Sendable (String) -> String
 
+    let layout: CacheDirectory
     let index: Mutex<SQLiteDatabase>
     private let counters = Mutex(ReadCounters())
 
@@ -27,8 +25,10 @@ public final class ByteCache: Sendable {
         self.directory = directory
         self.maxBytes = maxBytes
         self.keyForURL = keyForURL
-        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
-        let db = try SQLiteDatabase(path: directory + "/index.sqlite")
+        layout = CacheDirectory(path: directory)
+        try layout.prepare()
+        try layout.createIndexFileIfMissing()
+        let db = try SQLiteDatabase(path: layout.indexPath)
         try ByteCache.prepareSchema(db)
         index = Mutex(db)
     }
@@ -36,9 +36,7 @@ public final class ByteCache: Sendable {
     /// The index key of `url`: credentials are never part of it (they travel with each request).
     func key(for url: String) -> String { keyForURL(URLText.withoutUserinfo(url)) }
 
-    func dataPath(_ generation: StoreGeneration) -> String {
-        "\(directory)/data/\(generation.row)-\(generation.number).bin"
-    }
+    func dataPath(_ generation: StoreGeneration) -> String { layout.dataFile(generation) }
 
     /// True when a resource of `size` bytes may be stored at all; bigger ones are streamed through.
     public func canStore(size: Int64) -> Bool { size <= maxBytes }
@@ -83,7 +81,7 @@ public final class ByteCache: Sendable {
         return try index.withLock { db in
             guard let row = try ByteCache.currentGeneration(db: db, key: key) else { return false }
             try ByteCache.deleteRow(db: db, id: row.row)
-            unlink(dataPath(row))
+            try CacheDirectory.remove(dataPath(row))
             return true
         }
     }
@@ -94,7 +92,7 @@ public final class ByteCache: Sendable {
             guard let state = try ByteCache.loadEntryState(db: db, key: key), state.ranges.isEmpty,
                   state.validators == ResourceValidators() else { return }
             try ByteCache.deleteRow(db: db, id: state.generation.row)
-            unlink(dataPath(state.generation))
+            try CacheDirectory.remove(dataPath(state.generation))
         }
     }
 
@@ -105,10 +103,7 @@ public final class ByteCache: Sendable {
                 try db.execute("DELETE FROM ranges; DELETE FROM resources; DELETE FROM stats;")
             }
         }
-        let dataDir = directory + "/data"
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: dataDir)) ?? [] {
-            unlink(dataDir + "/" + name)
-        }
+        try layout.removeDataFiles()
     }
 
     // MARK: Hit / miss counting

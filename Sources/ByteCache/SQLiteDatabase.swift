@@ -1,11 +1,17 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A failed SQLite call: the result code, the function that returned it and SQLite's message.
+/// A failed SQLite call: the result code, the function that returned it, the database file and
+/// SQLite's message (with the system error behind it, when there is one).
 public struct SQLiteError: Error, CustomStringConvertible {
+    /// The primary result code (`SQLITE_FULL`, `SQLITE_CORRUPT`, ...).
     public let code: Int32
     public let function: String
+    public let path: String
     public let message: String
-    public var description: String { "\(function) failed (\(code)): \(message)" }
+    public var description: String { "\(function) failed for \(path) (\(code)): \(message)" }
 }
 
 /// One SQLite connection. The single owner of the `sqlite3*`; closed in `deinit`.
@@ -13,26 +19,39 @@ public struct SQLiteError: Error, CustomStringConvertible {
 /// Not thread-safe by itself: `CacheIndex` serialises access with its own lock.
 final class SQLiteDatabase {
     private let handle: OpaquePointer
+    let path: String
 
+    /// Opens an existing database file (the cache creates it with its own permissions), never
+    /// through a symbolic link (`SQLITE_OPEN_NOFOLLOW`).
     init(path: String) throws {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let message = db.map { SQLiteDatabase.message(of: $0, code: rc) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(code: rc, function: "sqlite3_open_v2", message: "\(message) (\(path))")
+            throw SQLiteError(code: rc & 0xff, function: "sqlite3_open_v2", path: path, message: message)
         }
         handle = db
+        self.path = path
         // Other processes may hold the write lock briefly; wait rather than fail.
         sqlite3_busy_timeout(handle, 30_000)
     }
 
     deinit { sqlite3_close_v2(handle) }
 
+    /// SQLite's message, with the system error behind it when the storage failed (the errno of
+    /// other codes may be left over from a harmless probe, such as a missing journal).
+    private static func message(of db: OpaquePointer, code: Int32) -> String {
+        let message = String(cString: sqlite3_errmsg(db))
+        let system = sqlite3_system_errno(db)
+        guard system != 0, [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) else { return message }
+        return "\(message): \(String(cString: strerror(system)))"
+    }
+
     private func check(_ rc: Int32, _ function: String) throws {
         guard rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE else {
-            throw SQLiteError(code: rc, function: function, message: String(cString: sqlite3_errmsg(handle)))
+            throw SQLiteError(code: rc & 0xff, function: function, path: path, message: SQLiteDatabase.message(of: handle, code: rc))
         }
     }
 

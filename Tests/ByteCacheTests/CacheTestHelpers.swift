@@ -55,3 +55,14 @@ final class WriteLockHolder {
 
     func wait() { process.waitUntilExit() }
 }
+
+/// The permission bits of `path` (not following a final symlink).
+func mode(_ path: String) throws -> mode_t {
+    var st = stat()
+    guard lstat(path, &st) == 0 else { throw TestSupportError.system(call: "lstat \(path)", errno: errno) }
+    return st.st_mode & 0o7777
+}
+
+func contents(of directory: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+}
