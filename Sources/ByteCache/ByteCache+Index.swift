@@ -67,7 +67,12 @@ extension ByteCache {
     static func loadRanges(db: SQLiteDatabase, id: Int64) throws -> ByteRangeSet {
         var set = ByteRangeSet()
         try db.query("SELECT start, end FROM ranges WHERE resource_id = ? ORDER BY start", [.int(id)]) {
-            set.insert($0.int(0)..<$0.int(1))
+            // Opening drops impossible ranges; one written since by someone else is an error, not a trap.
+            let start = $0.int(0), end = $0.int(1)
+            guard start >= 0, start < end else {
+                throw CacheError.inconsistent(path: db.path, detail: "resource \(id) has the range \(start)..<\(end)")
+            }
+            set.insert(start..<end)
         }
         return set
     }

@@ -19,6 +19,7 @@ public final class ByteCache: Sendable {
     let layout: CacheDirectory
     let index: Mutex<SQLiteDatabase>
     private let counters = Mutex(ReadCounters())
+    private let noted: Mutex<[String]>
 
     public init(directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
                 keyForURL: @escaping @Sendable (String) -> String = { $0 }) throws {
@@ -30,7 +31,22 @@ public final class ByteCache: Sendable {
         try layout.createIndexFileIfMissing()
         let db = try SQLiteDatabase(path: layout.indexPath)
         try ByteCache.prepareSchema(db)
+        var warnings: [String] = []
+        for record in try ByteCache.impossibleRecords(db: db) {
+            try ByteCache.drop(record, db: db, layout: layout)
+            warnings.append(record.warning)
+        }
+        noted = Mutex(warnings)
         index = Mutex(db)
+    }
+
+    /// What opening (and later use) found and did about it: impossible records dropped. One
+    /// sentence each, naming the URL.
+    public var warnings: [String] { noted.withLock { $0 } }
+
+    /// Notes a sentence for `warnings`, once (a record looked at again says the same).
+    func warn(_ sentence: String) {
+        noted.withLock { if !$0.contains(sentence) { $0.append(sentence) } }
     }
 
     /// The index key of `url`: credentials are never part of it (they travel with each request).

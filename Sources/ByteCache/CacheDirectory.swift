@@ -82,10 +82,10 @@ struct CacheDirectory: Sendable {
         return names
     }
 
-    /// Removes every file in `data/`.
-    func removeDataFiles() throws {
+    /// Removes the files in `data/` whose names match (all of them by default).
+    func removeDataFiles(where matches: (String) -> Bool = { _ in true }) throws {
         guard try FileStatus(dataPath, followingLinks: false) != nil else { return }
-        for name in try CacheDirectory.names(in: dataPath) {
+        for name in try CacheDirectory.names(in: dataPath) where matches(name) {
             try CacheDirectory.remove(dataPath + "/" + name)
         }
     }

@@ -51,7 +51,8 @@ public final class CacheEntry: RangeStore {
     // MARK: Attaching to the index
 
     /// Finds or creates the row, opens its data file with the shared lock, and checks the row
-    /// was not evicted or regenerated in between (else tries again with the new row).
+    /// was not evicted or regenerated in between (else tries again with the new row), and that
+    /// the file holds what the row records (else drops the row and starts over).
     private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
         while true {
             let row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
@@ -59,6 +60,10 @@ public final class CacheEntry: RangeStore {
             let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
             guard let loaded, loaded.generation == row else {
                 unlink(file.path) // evicted while we opened it: this file belongs to no row
+                continue
+            }
+            if let problem = try ByteCache.missingBytes(loaded.ranges, in: file) {
+                try cache.drop(ByteCache.ImpossibleRecord(row: row.row, url: url, reason: problem))
                 continue
             }
             return State(file: file, generation: row, validators: loaded.validators, committed: loaded.ranges)

@@ -12,17 +12,20 @@ import Glibc
 final class DataFile: Sendable {
     let path: String
     private let fd: Int32
+    /// True when this open made the file: it cannot hold any bytes yet.
+    let created: Bool
 
     /// Opens the data file for reading and writing, creating it (0600) if it does not exist.
     convenience init(path: String) throws {
         // O_EXCL tells whether we made it; a file another process made is opened as it is.
         var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd < 0 && errno == EEXIST { fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
-        try self.init(path: path, fd: fd)
+        let created = fd >= 0
+        if !created && errno == EEXIST { fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
+        try self.init(path: path, fd: fd, created: created)
     }
 
     /// Takes ownership of `fd` (closing it if the file is refused).
-    private init(path: String, fd: Int32) throws {
+    private init(path: String, fd: Int32, created: Bool) throws {
         guard fd >= 0 else {
             if errno == ELOOP { throw CacheError.unsafe(path: path, reason: "it is a symbolic link") }
             throw CacheError.io(function: "open", path: path, errno: errno)
@@ -36,6 +39,7 @@ final class DataFile: Sendable {
         }
         self.path = path
         self.fd = fd
+        self.created = created
     }
 
     deinit { close(fd) }
@@ -53,6 +57,13 @@ final class DataFile: Sendable {
         if st.st_mode & 0o777 != 0o600 {
             guard fchmod(fd, 0o600) == 0 else { throw CacheError.io(function: "fchmod", path: path, errno: errno) }
         }
+    }
+
+    /// The file's length: every recorded range must end within it.
+    func size() throws -> Int64 {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CacheError.io(function: "fstat", path: path, errno: errno) }
+        return Int64(st.st_size)
     }
 
     /// Writes all of `bytes` at `offset`, retrying short writes and EINTR.
