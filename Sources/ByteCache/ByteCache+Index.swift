@@ -4,33 +4,41 @@ import Foundation
 extension ByteCache {
     static let schemaVersion: Int64 = 1
 
-    static func prepareSchema(_ db: SQLiteDatabase) throws {
-        // WAL lets readers in other processes proceed while one process commits.
+    static func userVersion(_ db: SQLiteDatabase) throws -> Int64 {
+        try db.scalar("PRAGMA user_version") ?? 0
+    }
+
+    /// Makes the tables of a new index. Another process may be doing the same: the transaction
+    /// looks again and the first one wins.
+    static func createSchema(_ db: SQLiteDatabase) throws {
+        // WAL lets readers in other processes proceed while one process commits; it is a property
+        // of the file, set once.
         try db.query("PRAGMA journal_mode=WAL")
-        try db.execute("""
-            PRAGMA synchronous=NORMAL;
-            PRAGMA foreign_keys=ON;
-            CREATE TABLE IF NOT EXISTS resources(
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                key TEXT NOT NULL UNIQUE,
-                url TEXT NOT NULL,
-                size INTEGER,
-                etag TEXT,
-                last_modified TEXT,
-                content_type TEXT,
-                created REAL NOT NULL,
-                last_access REAL NOT NULL,
-                generation INTEGER NOT NULL DEFAULT 1,
-                stored_bytes INTEGER NOT NULL DEFAULT 0);
-            CREATE TABLE IF NOT EXISTS ranges(
-                resource_id INTEGER NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
-                start INTEGER NOT NULL,
-                end INTEGER NOT NULL,
-                PRIMARY KEY(resource_id, start)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            CREATE INDEX IF NOT EXISTS resources_by_access ON resources(last_access);
-            """)
-        try db.execute("PRAGMA user_version=\(schemaVersion)")
+        try db.writeTransaction {
+            guard try userVersion(db) < schemaVersion else { return }
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS resources(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    key TEXT NOT NULL UNIQUE,
+                    url TEXT NOT NULL,
+                    size INTEGER,
+                    etag TEXT,
+                    last_modified TEXT,
+                    content_type TEXT,
+                    created REAL NOT NULL,
+                    last_access REAL NOT NULL,
+                    generation INTEGER NOT NULL DEFAULT 1,
+                    stored_bytes INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE IF NOT EXISTS ranges(
+                    resource_id INTEGER NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
+                    start INTEGER NOT NULL,
+                    end INTEGER NOT NULL,
+                    PRIMARY KEY(resource_id, start)) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                CREATE INDEX IF NOT EXISTS resources_by_access ON resources(last_access);
+                """)
+            try db.execute("PRAGMA user_version=\(schemaVersion)")
+        }
     }
 
     static var now: Double { Date().timeIntervalSince1970 }
@@ -95,21 +103,22 @@ extension ByteCache {
                        created: r.created, lastAccess: r.lastAccess, ranges: ranges)
     }
 
-    static func loadResource(db: SQLiteDatabase, key: String) throws -> CachedResource? {
+    /// - Parameter distrusted: rows found impossible that could not be deleted; treated as absent.
+    static func loadResource(db: SQLiteDatabase, key: String, excluding distrusted: Set<Int64>) throws -> CachedResource? {
         var found: (Int64, CachedResource)?
         try db.query("SELECT \(resourceColumns) FROM resources WHERE key = ?", [.text(key)]) {
             found = try resource(from: $0, db: db)
         }
-        guard let (id, r) = found else { return nil }
+        guard let (id, r) = found, !distrusted.contains(id) else { return nil }
         return withRanges(r, try loadRanges(db: db, id: id))
     }
 
-    static func loadAllResources(db: SQLiteDatabase) throws -> [CachedResource] {
+    static func loadAllResources(db: SQLiteDatabase, excluding distrusted: Set<Int64>) throws -> [CachedResource] {
         var rows: [(Int64, CachedResource)] = []
         try db.query("SELECT \(resourceColumns) FROM resources ORDER BY last_access DESC") {
             rows.append(try resource(from: $0, db: db))
         }
-        return try rows.map { withRanges($0.1, try loadRanges(db: db, id: $0.0)) }
+        return try rows.filter { !distrusted.contains($0.0) }.map { withRanges($0.1, try loadRanges(db: db, id: $0.0)) }
     }
 
     struct EntryState {

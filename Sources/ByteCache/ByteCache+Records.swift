@@ -13,7 +13,9 @@ extension ByteCache {
         let url: String
         let reason: String
 
-        var warning: String { "dropped the cached copy of \(url): \(reason)" }
+        func warning(dropped: Bool) -> String {
+            "\(dropped ? "dropped" : "ignoring") the cached copy of \(url): \(reason)"
+        }
     }
 
     /// Every impossible record, from one pass over both tables (which also makes SQLite read every
@@ -51,16 +53,23 @@ extension ByteCache {
         return found
     }
 
-    /// Deletes the record and every data file of its row.
-    static func drop(_ record: ImpossibleRecord, db: SQLiteDatabase, layout: CacheDirectory) throws {
-        try deleteRow(db: db, id: record.row)
+    /// Deletes the record and every data file of its row. False when the index cannot be
+    /// written now (a full disk): the caller must then ignore the record instead.
+    static func drop(_ record: ImpossibleRecord, db: SQLiteDatabase, layout: CacheDirectory) throws -> Bool {
+        do {
+            try deleteRow(db: db, id: record.row)
+        } catch let error as SQLiteError where error.isStorageFailure {
+            return false
+        }
         try layout.removeDataFiles { $0.hasPrefix("\(record.row)-") }
+        return true
     }
 
-    /// Drops `record` from the cache's own index, with a warning.
-    func drop(_ record: ImpossibleRecord) throws {
-        try index.withLock { try ByteCache.drop(record, db: $0, layout: layout) }
-        warn(record.warning)
+    /// Drops `record` from the cache's own index (see `drop`), with a warning either way.
+    func drop(_ record: ImpossibleRecord) throws -> Bool {
+        let dropped = try readOnly == nil && index.withLock { try ByteCache.drop(record, db: $0, layout: layout) }
+        warn(record.warning(dropped: dropped))
+        return dropped
     }
 
     /// Why `ranges` cannot be in `file`, if they cannot: the file had to be made (it was missing)

@@ -21,26 +21,32 @@ struct CacheDirectory: Sendable {
     }
 
     /// Makes the directory and `data/` (0700) if missing, tightens loose modes of what is there,
-    /// and refuses what is not ours.
-    func prepare() throws {
+    /// and refuses what is not ours. Returns whether this process may write in it; a read-only
+    /// directory or file system is served read-only.
+    func prepare() throws -> Bool {
         if try FileStatus(path, followingLinks: true) == nil { try makeDirectory(path) }
         guard let top = try FileStatus(path, followingLinks: true) else {
             throw CacheError.io(function: "stat", path: path, errno: ENOENT)
         }
         try top.requireOwnDirectory(path)
+        let writable = faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
         try top.tighten(path, to: 0o700)
 
-        if try FileStatus(dataPath, followingLinks: false) == nil { try makeDirectory(dataPath) }
-        guard let data = try FileStatus(dataPath, followingLinks: false) else {
-            throw CacheError.io(function: "lstat", path: dataPath, errno: ENOENT)
+        var data = try FileStatus(dataPath, followingLinks: false)
+        if data == nil && writable {
+            try makeDirectory(dataPath)
+            data = try FileStatus(dataPath, followingLinks: false)
         }
-        try data.requireOwnDirectory(dataPath)
-        try data.tighten(dataPath, to: 0o700)
+        if let data {
+            try data.requireOwnDirectory(dataPath)
+            try data.tighten(dataPath, to: 0o700)
+        }
         for file in indexFiles {
             guard let status = try FileStatus(file, followingLinks: false) else { continue }
             try status.requireOwnRegularFile(file)
             try status.tighten(file, to: 0o600)
         }
+        return writable && faccessat(AT_FDCWD, dataPath, W_OK, AT_EACCESS) == 0
     }
 
     /// Creates the index file 0600 if it is missing, so that SQLite, which gives its WAL and
@@ -82,7 +88,7 @@ struct CacheDirectory: Sendable {
         return names
     }
 
-    /// Removes the files in `data/` whose names match (all of them by default).
+    /// Removes every file in `data/` (data files of an index that is gone).
     func removeDataFiles(where matches: (String) -> Bool = { _ in true }) throws {
         guard try FileStatus(dataPath, followingLinks: false) != nil else { return }
         for name in try CacheDirectory.names(in: dataPath) where matches(name) {
@@ -133,8 +139,8 @@ struct FileStatus {
         }
     }
 
-    /// Clears permission bits beyond `mode`. A read-only file system cannot be changed and needs
-    /// no protection from this process.
+    /// Clears permission bits beyond `mode` (a 0500 directory stays 0500). A read-only file
+    /// system cannot be changed and needs no protection from this process.
     func tighten(_ path: String, to mode: mode_t) throws {
         let current = info.st_mode & 0o7777
         guard current & ~mode != 0 else { return }

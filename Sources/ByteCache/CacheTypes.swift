@@ -66,6 +66,9 @@ public enum CacheError: Error, CustomStringConvertible {
     /// Something in the cache directory is not what the cache makes (a symbolic link, a file of
     /// another user, a file where a directory belongs): refused rather than followed or used.
     case unsafe(path: String, reason: String)
+    /// The cache is open read-only (a read-only directory or file system, or an index that could
+    /// not be opened for writing), and this operation needs to write.
+    case readOnly(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -75,6 +78,8 @@ public enum CacheError: Error, CustomStringConvertible {
             return "the cache file \(path) is inconsistent: \(detail)"
         case .unsafe(let path, let reason):
             return "refusing to use \(path) as part of the cache: \(reason)"
+        case .readOnly(let path, let reason):
+            return "cannot write to the cache in \(path): \(reason)"
         }
     }
 }

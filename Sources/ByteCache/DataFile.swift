@@ -21,17 +21,24 @@ final class DataFile: Sendable {
         var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let created = fd >= 0
         if !created && errno == EEXIST { fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
-        try self.init(path: path, fd: fd, created: created)
+        try self.init(path: path, fd: fd, created: created, writable: true)
+    }
+
+    /// Opens an existing data file for reading only; nil when there is none.
+    static func existing(readOnly path: String) throws -> DataFile? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 && errno == ENOENT { return nil }
+        return try DataFile(path: path, fd: fd, created: false, writable: false)
     }
 
     /// Takes ownership of `fd` (closing it if the file is refused).
-    private init(path: String, fd: Int32, created: Bool) throws {
+    private init(path: String, fd: Int32, created: Bool, writable: Bool) throws {
         guard fd >= 0 else {
             if errno == ELOOP { throw CacheError.unsafe(path: path, reason: "it is a symbolic link") }
             throw CacheError.io(function: "open", path: path, errno: errno)
         }
         do {
-            try DataFile.check(fd: fd, path: path)
+            try DataFile.check(fd: fd, path: path, writable: writable)
             guard flock(fd, LOCK_SH) == 0 else { throw CacheError.io(function: "flock", path: path, errno: errno) }
         } catch {
             close(fd)
@@ -46,7 +53,7 @@ final class DataFile: Sendable {
 
     /// A regular file of this user, with no second name (a hard link would let a write land in a
     /// file outside the cache); made 0600 if an older version left it wider.
-    private static func check(fd: Int32, path: String) throws {
+    private static func check(fd: Int32, path: String, writable: Bool) throws {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CacheError.io(function: "fstat", path: path, errno: errno) }
         guard st.st_mode & S_IFMT == S_IFREG else { throw CacheError.unsafe(path: path, reason: "it is not a regular file") }
@@ -54,7 +61,7 @@ final class DataFile: Sendable {
             throw CacheError.unsafe(path: path, reason: "it belongs to user \(st.st_uid), not to user \(geteuid())")
         }
         guard st.st_nlink <= 1 else { throw CacheError.unsafe(path: path, reason: "it has \(st.st_nlink) hard links") }
-        if st.st_mode & 0o777 != 0o600 {
+        if writable && st.st_mode & 0o777 != 0o600 {
             guard fchmod(fd, 0o600) == 0 else { throw CacheError.io(function: "fchmod", path: path, errno: errno) }
         }
     }
