@@ -10,7 +10,9 @@ extension ByteCache {
 
     /// Makes the tables of a new index. Another process may be doing the same: the transaction
     /// looks again and the first one wins.
-    static func createSchema(_ db: SQLiteDatabase) throws {
+    /// - Parameter layout: the directory whose data files go: a new index owns none, so any there
+    ///   are orphans of an index that was lost or moved aside. nil for an index in memory.
+    static func createSchema(_ db: SQLiteDatabase, removingDataFilesOf layout: CacheDirectory?) throws {
         // WAL lets readers in other processes proceed while one process commits; it is a property
         // of the file, set once.
         try db.query("PRAGMA journal_mode=WAL")
@@ -37,6 +39,7 @@ extension ByteCache {
                 CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
                 CREATE INDEX IF NOT EXISTS resources_by_access ON resources(last_access);
                 """)
+            try layout?.removeDataFiles()
             try db.execute("PRAGMA user_version=\(schemaVersion)")
         }
     }

@@ -6,8 +6,9 @@ import Synchronization
 /// directory; SQLite transactions order index changes and `flock` on data files guards eviction.
 ///
 /// Layout: `DIR/index.sqlite` and `DIR/data/<id>-<generation>.bin`, private to their owner
-/// (`CacheDirectory`). Opening drops impossible records and says so in `warnings`; a directory or
-/// disk that cannot be written is served read-only (`isReadOnly`).
+/// (`CacheDirectory`). Opening repairs what it can — a corrupt index is moved aside, impossible
+/// records are dropped — and says so in `warnings`; a directory or disk that cannot be written is
+/// served read-only (`isReadOnly`).
 public final class ByteCache: Sendable {
     public static let defaultMaxBytes: Int64 = 10 << 30
 
@@ -23,6 +24,8 @@ public final class ByteCache: Sendable {
     let readOnly: ReadOnlyReason?
     /// Rows found impossible that could not be deleted (the index is read-only): never used.
     let distrusted: Set<Int64>
+    /// Held shared while the cache is open; see `DirectoryLock`.
+    private let directoryLock: DirectoryLock?
     private let counters = Mutex(ReadCounters())
     private let noted: Mutex<[String]>
 
@@ -33,15 +36,16 @@ public final class ByteCache: Sendable {
         self.keyForURL = keyForURL
         layout = CacheDirectory(path: directory)
         let writable = try layout.prepare()
-        let opened = try ByteCache.openIndex(layout, writable: writable)
+        directoryLock = try DirectoryLock(directory: layout.dataPath)
+        let opened = try ByteCache.openIndex(layout, writable: writable, lock: directoryLock)
         readOnly = opened.readOnly
         distrusted = opened.distrusted
         noted = Mutex(opened.warnings)
         index = Mutex(opened.db)
     }
 
-    /// What opening (and later use) found and did about it: impossible records dropped, an index
-    /// opened read-only. One sentence each, naming the file or URL.
+    /// What opening (and later use) found and did about it: a corrupt index moved aside, impossible
+    /// records dropped, an index opened read-only. One sentence each, naming the file or URL.
     public var warnings: [String] { noted.withLock { $0 } }
 
     /// True when nothing can be stored: the directory or file system is read-only, or the index

@@ -15,6 +15,7 @@ struct CacheDirectory: Sendable {
     var dataPath: String { path + "/data" }
     /// The index and the files SQLite keeps next to it.
     var indexFiles: [String] { ["", "-wal", "-shm", "-journal"].map { indexPath + $0 } }
+    static let asideMarker = ".corrupt-"
 
     func dataFile(_ generation: StoreGeneration) -> String {
         "\(dataPath)/\(generation.row)-\(generation.number).bin"
@@ -96,9 +97,13 @@ struct CacheDirectory: Sendable {
         }
     }
 
-    /// `unlink`, which never follows a symbolic link; a missing file is fine.
+    /// `unlink`, which never follows a symbolic link; a missing file is fine. A directory where a
+    /// file belongs (never made by us) is removed with everything in it, links not followed.
     static func remove(_ file: String) throws {
-        guard unlink(file) == 0 || errno == ENOENT else { throw CacheError.io(function: "unlink", path: file, errno: errno) }
+        if unlink(file) == 0 || errno == ENOENT { return }
+        guard errno == EISDIR else { throw CacheError.io(function: "unlink", path: file, errno: errno) }
+        for name in try names(in: file) { try remove(file + "/" + name) }
+        guard rmdir(file) == 0 else { throw CacheError.io(function: "rmdir", path: file, errno: errno) }
     }
 }
 

@@ -13,10 +13,13 @@ public struct SQLiteError: Error, CustomStringConvertible {
     public let message: String
     public var description: String { "\(function) failed for \(path) (\(code)): \(message)" }
 
+    /// The file is not an SQLite database, or its pages contradict each other.
+    var isCorruption: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
     /// The storage refused, not the data: a full disk, an I/O error, a read-only file or directory.
     var isStorageFailure: Bool {
         [SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM].contains(code)
     }
+    var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
 }
 
 /// One SQLite connection. The single owner of the `sqlite3*`; closed in `deinit`.
@@ -161,6 +164,13 @@ final class SQLiteDatabase {
         sqlite3_busy_timeout(handle, 0)
         defer { sqlite3_busy_timeout(handle, SQLiteDatabase.busyTimeoutMilliseconds) }
         return try body()
+    }
+
+    /// `PRAGMA quick_check`: "ok", or what SQLite found wrong.
+    func quickCheck() throws -> String {
+        var lines: [String] = []
+        try query("PRAGMA quick_check") { lines.append($0.text(0) ?? "") }
+        return lines.joined(separator: "; ")
     }
 }
 

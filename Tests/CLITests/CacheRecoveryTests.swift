@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// A broken cache never locks the user out: a full disk, a read-only directory.
+/// A broken cache never locks the user out: a garbage index, a full disk, a read-only directory.
 /// The mounts live in a private mount namespace (`unshare -m`), so they vanish with the script.
 final class CacheRecoveryTests: CLITestCase {
     /// Serves two origin files and caches both completely in `cacheDir`.
@@ -100,6 +100,31 @@ final class CacheRecoveryTests: CLITestCase {
         XCTAssertEqual(try listedURLs(try assertStep(steps, "ls-after-clear", 0)), [])
     }
 
+    /// Moving a corrupt index aside removes its data files first: they make room for the new index.
+    func testGarbageIndexOnAFullDiskIsReplacedAndItsSpaceFreed() throws {
+        let (nginx, a, _, data) = try populatedCache()
+        let steps = try inPrivateMounts("""
+            MNT="$SCRATCH/mnt"; mkdir -p "$MNT"
+            mount -t tmpfs -o size=3m tmpfs "$MNT" || exit 90
+            cp -a "$CACHE" "$MNT/cache" || exit 91
+            C="$MNT/cache"
+            head -c 8192 /dev/urandom >"$C/index.sqlite"
+            dd if=/dev/zero of="$MNT/filler" bs=4096 >/dev/null 2>&1
+            run ls cache ls --json --cache-dir "$C"
+            ls "$C/data" >"$RESULTS/data-files.out"; echo 0 >"$RESULTS/data-files.status"; : >"$RESULTS/data-files.err"
+            run refill cat \(a) --cache-dir "$C"
+            run offline cat \(a) --offline --cache-dir "$C"
+            """)
+        let ls = try assertStep(steps, "ls", 0)
+        XCTAssertEqual(try listedURLs(ls), [])
+        XCTAssertTrue(ls.stderr.contains("corrupt") && ls.stderr.contains("index.sqlite"), ls.stderr)
+        XCTAssertFalse(ls.stderr.contains("read-only"), "the new index is writable: \(ls.stderr)")
+        XCTAssertEqual(try assertStep(steps, "data-files", 0).stdoutString, "")
+        XCTAssertTrue(try assertStep(steps, "refill", 0).stdout == data)
+        XCTAssertTrue(try assertStep(steps, "offline", 0).stdout == data)
+        withExtendedLifetime(nginx) {}
+    }
+
     func testReadOnlyCacheServesOfflineReads() throws {
         let (nginx, a, _, data) = try populatedCache()
         // A third resource whose data file is gone: its record cannot be trusted, nor dropped here.
@@ -153,5 +178,43 @@ final class CacheRecoveryTests: CLITestCase {
         var st = stat()
         guard stat(path, &st) == 0 else { throw TestSupportError.system(call: "stat \(path)", errno: errno) }
         return st.st_mode & 0o7777
+    }
+
+    func testGarbageIndexIsReportedMovedAsideAndTheCacheWorksAgain() throws {
+        let (nginx, a, _, data) = try populatedCache()
+        defer { withExtendedLifetime(nginx) {} } // it serves the refetch below
+        try Data(randomBytes(8192, seed: 2)).write(to: URL(fileURLWithPath: cacheDir + "/index.sqlite"))
+        let ls = try mprobe(["cache", "ls", "--json", "--cache-dir", cacheDir])
+        XCTAssertTrue(ls.stderr.contains("warning") && ls.stderr.contains(cacheDir + "/index.sqlite"), ls.stderr)
+        XCTAssertEqual(try listedURLs(Step(status: ls.status, stdout: ls.stdout, stderr: ls.stderr)), [])
+        try mprobe(["cat", a, "--offline", "--cache-dir", cacheDir], expect: 4)
+        XCTAssertTrue(try mprobe(["cat", a, "--cache-dir", cacheDir]).stdout == data)
+        XCTAssertTrue(try mprobe(["cat", a, "--offline", "--cache-dir", cacheDir]).stdout == data)
+    }
+
+    func testClearResetsACacheWhoseIndexCannotBeOpened() throws {
+        let (_, a, _, _) = try populatedCache()
+        let victim = dir.file("victim")
+        try Data("not yours".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.removeItem(atPath: cacheDir + "/index.sqlite")
+        XCTAssertEqual(symlink(victim, cacheDir + "/index.sqlite"), 0)
+        let refused = try mprobe(["cache", "ls", "--cache-dir", cacheDir], expect: 6)
+        XCTAssertTrue(refused.stderr.contains(cacheDir + "/index.sqlite"), refused.stderr)
+        try mprobe(["cache", "clear", "--cache-dir", cacheDir])
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "not yours")
+        XCTAssertEqual(contents(cacheDir + "/data"), [])
+        XCTAssertEqual(try cachedRanges(a).count, 0)
+    }
+
+    func testForeignOwnedCacheDirectoryIsAClearError() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to give a directory away")
+        try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: true)
+        XCTAssertEqual(chown(cacheDir, 65534, 65534), 0)
+        for args in [["cache", "ls"], ["cache", "clear"]] {
+            let result = try mprobe(args + ["--cache-dir", cacheDir], expect: 6)
+            XCTAssertTrue(result.stderr.contains(cacheDir), result.stderr)
+            XCTAssertFalse(result.stderr.contains("NSCocoaErrorDomain"), result.stderr)
+        }
+        XCTAssertEqual(contents(cacheDir), [])
     }
 }
