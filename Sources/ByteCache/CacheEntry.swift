@@ -163,6 +163,9 @@ public final class CacheEntry: RangeStore {
 
     public var generation: StoreGeneration { state.withLock { $0.generation } }
 
+    /// The data file and why writing is refused, for claims.
+    var fileAndRefusal: (DataFile?, CacheError?) { state.withLock { ($0.file, $0.refusal) } }
+
     public func refresh() throws {
         let current = generation
         if let loaded = try cache.loadEntryState(key: key), loaded.generation == current {

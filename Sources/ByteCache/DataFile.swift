@@ -105,6 +105,12 @@ final class DataFile: Sendable {
         guard fdatasync(fd) == 0 else { throw CacheError.io(function: "fdatasync", path: path, errno: errno) }
     }
 
+    /// A new open file description of this same file (not a path lookup, so it cannot be another
+    /// file), for byte-range locks that other descriptions — other entries, other processes — see.
+    func openLockDescription() throws -> ByteRangeLock {
+        try ByteRangeLock(reopening: fd, path: path)
+    }
+
     /// Tries to take the exclusive lock that eviction needs; false if anyone holds the file open.
     static func lockExclusivelyIfUnused(path: String, _ body: () throws -> Void) rethrows -> Bool {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
