@@ -7,7 +7,7 @@ MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
     libmicrohttpd-dev
-    nginx ffmpeg openssl curl ca-certificates time
+    nginx ffmpeg openssl curl ca-certificates time sqlite3
 )
 
 mprobe_install_deps() {

@@ -4,33 +4,44 @@ import Foundation
 extension ByteCache {
     static let schemaVersion: Int64 = 1
 
-    static func prepareSchema(_ db: SQLiteDatabase) throws {
-        // WAL lets readers in other processes proceed while one process commits.
+    static func userVersion(_ db: SQLiteDatabase) throws -> Int64 {
+        try db.scalar("PRAGMA user_version") ?? 0
+    }
+
+    /// Makes the tables of a new index. Another process may be doing the same: the transaction
+    /// looks again and the first one wins.
+    /// - Parameter layout: the directory whose data files go: a new index owns none, so any there
+    ///   are orphans of an index that was lost or moved aside. nil for an index in memory.
+    static func createSchema(_ db: SQLiteDatabase, removingDataFilesOf layout: CacheDirectory?) throws {
+        // WAL lets readers in other processes proceed while one process commits; it is a property
+        // of the file, set once.
         try db.query("PRAGMA journal_mode=WAL")
-        try db.execute("""
-            PRAGMA synchronous=NORMAL;
-            PRAGMA foreign_keys=ON;
-            CREATE TABLE IF NOT EXISTS resources(
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                key TEXT NOT NULL UNIQUE,
-                url TEXT NOT NULL,
-                size INTEGER,
-                etag TEXT,
-                last_modified TEXT,
-                content_type TEXT,
-                created REAL NOT NULL,
-                last_access REAL NOT NULL,
-                generation INTEGER NOT NULL DEFAULT 1,
-                stored_bytes INTEGER NOT NULL DEFAULT 0);
-            CREATE TABLE IF NOT EXISTS ranges(
-                resource_id INTEGER NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
-                start INTEGER NOT NULL,
-                end INTEGER NOT NULL,
-                PRIMARY KEY(resource_id, start)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            CREATE INDEX IF NOT EXISTS resources_by_access ON resources(last_access);
-            """)
-        try db.execute("PRAGMA user_version=\(schemaVersion)")
+        try db.writeTransaction {
+            guard try userVersion(db) < schemaVersion else { return }
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS resources(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    key TEXT NOT NULL UNIQUE,
+                    url TEXT NOT NULL,
+                    size INTEGER,
+                    etag TEXT,
+                    last_modified TEXT,
+                    content_type TEXT,
+                    created REAL NOT NULL,
+                    last_access REAL NOT NULL,
+                    generation INTEGER NOT NULL DEFAULT 1,
+                    stored_bytes INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE IF NOT EXISTS ranges(
+                    resource_id INTEGER NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
+                    start INTEGER NOT NULL,
+                    end INTEGER NOT NULL,
+                    PRIMARY KEY(resource_id, start)) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                CREATE INDEX IF NOT EXISTS resources_by_access ON resources(last_access);
+                """)
+            try layout?.removeDataFiles()
+            try db.execute("PRAGMA user_version=\(schemaVersion)")
+        }
     }
 
     static var now: Double { Date().timeIntervalSince1970 }
@@ -52,7 +63,7 @@ extension ByteCache {
                 ON CONFLICT(key) DO UPDATE SET last_access = excluded.last_access, url = excluded.url
                 """, [.text(key), .text(url), .double(t), .double(t)])
             guard let row = try currentGeneration(db: db, key: key) else {
-                throw CacheError.corruptIndex("row for \(key) vanished inside its transaction")
+                throw CacheError.inconsistent(path: db.path, detail: "the row for \(key) vanished inside its transaction")
             }
             return row
         }
@@ -67,7 +78,12 @@ extension ByteCache {
     static func loadRanges(db: SQLiteDatabase, id: Int64) throws -> ByteRangeSet {
         var set = ByteRangeSet()
         try db.query("SELECT start, end FROM ranges WHERE resource_id = ? ORDER BY start", [.int(id)]) {
-            set.insert($0.int(0)..<$0.int(1))
+            // Opening drops impossible ranges; one written since by someone else is an error, not a trap.
+            let start = $0.int(0), end = $0.int(1)
+            guard start >= 0, start < end else {
+                throw CacheError.inconsistent(path: db.path, detail: "resource \(id) has the range \(start)..<\(end)")
+            }
+            set.insert(start..<end)
         }
         return set
     }
@@ -90,21 +106,22 @@ extension ByteCache {
                        created: r.created, lastAccess: r.lastAccess, ranges: ranges)
     }
 
-    static func loadResource(db: SQLiteDatabase, key: String) throws -> CachedResource? {
+    /// - Parameter distrusted: rows found impossible that could not be deleted; treated as absent.
+    static func loadResource(db: SQLiteDatabase, key: String, excluding distrusted: Set<Int64>) throws -> CachedResource? {
         var found: (Int64, CachedResource)?
         try db.query("SELECT \(resourceColumns) FROM resources WHERE key = ?", [.text(key)]) {
             found = try resource(from: $0, db: db)
         }
-        guard let (id, r) = found else { return nil }
+        guard let (id, r) = found, !distrusted.contains(id) else { return nil }
         return withRanges(r, try loadRanges(db: db, id: id))
     }
 
-    static func loadAllResources(db: SQLiteDatabase) throws -> [CachedResource] {
+    static func loadAllResources(db: SQLiteDatabase, excluding distrusted: Set<Int64>) throws -> [CachedResource] {
         var rows: [(Int64, CachedResource)] = []
         try db.query("SELECT \(resourceColumns) FROM resources ORDER BY last_access DESC") {
             rows.append(try resource(from: $0, db: db))
         }
-        return try rows.map { withRanges($0.1, try loadRanges(db: db, id: $0.0)) }
+        return try rows.filter { !distrusted.contains($0.0) }.map { withRanges($0.1, try loadRanges(db: db, id: $0.0)) }
     }
 
     struct EntryState {
@@ -153,13 +170,12 @@ extension ByteCache {
     }
 
     /// Records the origin's validators. If they conflict with the stored ones, the stored ranges
-    /// are dropped and the generation advances (a new data file), in one transaction.
+    /// are dropped and the generation advances (a new data file), in one transaction. nil when
+    /// the key has no row (it was evicted or removed meanwhile).
     static func applyValidators(db: SQLiteDatabase, key: String, url: String, _ incoming: ResourceValidators,
-                                contentType: String?) throws -> (state: EntryState, dropped: Bool) {
+                                contentType: String?) throws -> (state: EntryState, dropped: Bool)? {
         try db.writeTransaction {
-            guard var state = try loadEntryState(db: db, key: key) else {
-                throw CacheError.corruptIndex("row for \(key) missing while validating")
-            }
+            guard var state = try loadEntryState(db: db, key: key) else { return nil }
             let dropped = state.validators.conflicts(with: incoming)
             var validators = dropped ? incoming : state.validators.merged(with: incoming)
             if dropped {

@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 import URLSupport
 #if canImport(Glibc)
@@ -9,7 +8,10 @@ import Glibc
 /// (WAL mode) of what each file holds. Several threads and several processes may share one
 /// directory; SQLite transactions order index changes and `flock` on data files guards eviction.
 ///
-/// Layout: `DIR/index.sqlite` and `DIR/data/<id>-<generation>.bin`.
+/// Layout: `DIR/index.sqlite` and `DIR/data/<id>-<generation>.bin`, private to their owner
+/// (`CacheDirectory`). Opening repairs what it can — a corrupt index is moved aside, impossible
+/// records are dropped — and says so in `warnings`; a directory or disk that cannot be written is
+/// served read-only (`isReadOnly`).
 public final class ByteCache: Sendable {
     public static let defaultMaxBytes: Int64 = 10 << 30
 
@@ -19,32 +21,56 @@ public final class ByteCache: Sendable {
     /// tokens change share one entry.
     public let keyForURL: @Sendable (String) -> String
 
+    let layout: CacheDirectory
     let index: Mutex<SQLiteDatabase>
+    /// Why nothing can be written, or nil when the cache is writable.
+    let readOnly: ReadOnlyReason?
+    /// Rows found impossible that could not be deleted (the index is read-only): never used.
+    let distrusted: Set<Int64>
+    /// Held shared while the cache is open; see `DirectoryLock`.
+    private let directoryLock: DirectoryLock?
     private let counters = Mutex(ReadCounters())
+    private let noted: Mutex<[String]>
 
     public init(directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
                 keyForURL: @escaping @Sendable (String) -> String = { $0 }) throws {
         self.directory = directory
         self.maxBytes = maxBytes
         self.keyForURL = keyForURL
-        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
-        let db = try SQLiteDatabase(path: directory + "/index.sqlite")
-        try ByteCache.prepareSchema(db)
-        index = Mutex(db)
+        layout = CacheDirectory(path: directory)
+        let writable = try layout.prepare()
+        directoryLock = try DirectoryLock(directory: layout.dataPath)
+        let opened = try ByteCache.openIndex(layout, writable: writable, lock: directoryLock)
+        readOnly = opened.readOnly
+        distrusted = opened.distrusted
+        noted = Mutex(opened.warnings)
+        index = Mutex(opened.db)
+    }
+
+    /// What opening (and later use) found and did about it: a corrupt index moved aside, impossible
+    /// records dropped, an index opened read-only. One sentence each, naming the file or URL.
+    public var warnings: [String] { noted.withLock { $0 } }
+
+    /// True when nothing can be stored: the directory or file system is read-only, or the index
+    /// could not be opened for writing (a full disk). Cached bytes are still served.
+    public var isReadOnly: Bool { readOnly != nil }
+
+    /// Notes a sentence for `warnings`, once (a record looked at again says the same).
+    func warn(_ sentence: String) {
+        noted.withLock { if !$0.contains(sentence) { $0.append(sentence) } }
     }
 
     /// The index key of `url`: credentials are never part of it (they travel with each request).
     func key(for url: String) -> String { keyForURL(URLText.withoutUserinfo(url)) }
 
-    func dataPath(_ generation: StoreGeneration) -> String {
-        "\(directory)/data/\(generation.row)-\(generation.number).bin"
-    }
+    func dataPath(_ generation: StoreGeneration) -> String { layout.dataFile(generation) }
 
     /// True when a resource of `size` bytes may be stored at all; bigger ones are streamed through.
     public func canStore(size: Int64) -> Bool { size <= maxBytes }
 
     /// Opens (creating if needed) the entry for `url`. Keep it only while reading or writing:
-    /// an open entry pins the resource against eviction.
+    /// an open entry pins the resource against eviction. In a read-only cache the entry serves
+    /// what is stored and refuses writes.
     public func entry(for url: String) throws -> CacheEntry {
         try CacheEntry(cache: self, key: key(for: url), url: URLText.redacted(url))
     }
@@ -52,11 +78,11 @@ public final class ByteCache: Sendable {
     // MARK: Queries
 
     public func resource(for url: String) throws -> CachedResource? {
-        try index.withLock { try ByteCache.loadResource(db: $0, key: key(for: url)) }
+        try index.withLock { try ByteCache.loadResource(db: $0, key: key(for: url), excluding: distrusted) }
     }
 
     public func resources() throws -> [CachedResource] {
-        try index.withLock { try ByteCache.loadAllResources(db: $0) }
+        try index.withLock { try ByteCache.loadAllResources(db: $0, excluding: distrusted) }
     }
 
     /// Present ranges of a resource (empty when unknown).
@@ -74,40 +100,78 @@ public final class ByteCache: Sendable {
         return try index.withLock { try ByteCache.loadStats(db: $0, maxBytes: maxBytes) }
     }
 
+    /// The index state of `key`, unless its row is distrusted.
+    func loadEntryState(key: String) throws -> EntryState? {
+        guard let state = try index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
+              !distrusted.contains(state.generation.row) else { return nil }
+        return state
+    }
+
     // MARK: Removal
 
-    /// Removes one resource. Returns false when it was not cached.
+    /// Removes one resource. Returns false when it was not cached. Works on a full disk: when the
+    /// index cannot be written, the resource's data file is removed first (if no process has it
+    /// open) to make room.
     @discardableResult
     public func remove(url: String) throws -> Bool {
         let key = key(for: url)
-        return try index.withLock { db in
-            guard let row = try ByteCache.currentGeneration(db: db, key: key) else { return false }
+        guard let row = try index.withLock({ try ByteCache.currentGeneration(db: $0, key: key) }) else { return false }
+        let path = dataPath(row)
+        try withWritableIndex(freeingSpace: {
+            // Only a file nobody has open: a reader's recorded bytes must stay where they are.
+            _ = try DataFile.lockExclusivelyIfUnused(path: path) { try CacheDirectory.remove(path) }
+        }) { db in
             try ByteCache.deleteRow(db: db, id: row.row)
-            unlink(dataPath(row))
-            return true
         }
+        try CacheDirectory.remove(path)
+        return true
     }
 
     /// Removes the row of `key` if it has no ranges and no validators (nothing was ever learnt).
     func removeIfEmpty(key: String) throws {
+        guard readOnly == nil else { return }
         try index.withLock { db in
             guard let state = try ByteCache.loadEntryState(db: db, key: key), state.ranges.isEmpty,
                   state.validators == ResourceValidators() else { return }
             try ByteCache.deleteRow(db: db, id: state.generation.row)
-            unlink(dataPath(state.generation))
+            try CacheDirectory.remove(dataPath(state.generation))
         }
     }
 
     /// Removes every resource and every data file, including orphans left by crashed writers.
+    /// On a full disk the data files go first, to make room for the index's change.
     public func clear() throws {
-        try index.withLock { db in
+        try withWritableIndex(freeingSpace: { try layout.removeDataFiles() }) { db in
             try db.writeTransaction {
                 try db.execute("DELETE FROM ranges; DELETE FROM resources; DELETE FROM stats;")
             }
         }
-        let dataDir = directory + "/data"
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: dataDir)) ?? [] {
-            unlink(dataDir + "/" + name)
+        try layout.removeDataFiles()
+    }
+
+    /// Runs `body` with a connection that can write: the cache's own, or — when the index could
+    /// not be opened for writing — a new one tried now. If the storage refuses (a full disk),
+    /// `freeSpace` runs and `body` is tried once more.
+    ///
+    /// Freeing data files before their rows are gone is safe: a row whose data file is missing
+    /// or short is dropped when it is next opened (`CacheEntry`), never read.
+    private func withWritableIndex(freeingSpace freeSpace: @Sendable () throws -> Void,
+                                   _ body: @Sendable (SQLiteDatabase) throws -> Void) throws {
+        func attempt(_ db: SQLiteDatabase) throws {
+            do {
+                try body(db)
+            } catch let error as SQLiteError where error.isStorageFailure {
+                try freeSpace()
+                try body(db)
+            }
+        }
+        switch readOnly {
+        case nil:
+            try index.withLock { try attempt($0) }
+        case .directoryNotWritable?:
+            throw CacheError.readOnly(path: directory, reason: ReadOnlyReason.directoryNotWritable.sentence)
+        case .indexNotWritable?:
+            try attempt(try SQLiteDatabase(path: layout.indexPath, mode: .readWrite))
         }
     }
 
@@ -116,25 +180,52 @@ public final class ByteCache: Sendable {
     struct ReadCounters {
         var hits: Int64 = 0, misses: Int64 = 0, bytesFromCache: Int64 = 0, bytesFetched: Int64 = 0
         var isEmpty: Bool { hits == 0 && misses == 0 && bytesFromCache == 0 && bytesFetched == 0 }
+
+        mutating func add(_ other: ReadCounters) {
+            hits += other.hits
+            misses += other.misses
+            bytesFromCache += other.bytesFromCache
+            bytesFetched += other.bytesFetched
+        }
     }
 
     /// Counts one read: a hit if served wholly from the cache, else a miss.
     public func recordRead(fromCache: Int64, fetched: Int64) {
         counters.withLock {
-            if fetched == 0 { $0.hits += 1 } else { $0.misses += 1 }
-            $0.bytesFromCache += fromCache
-            $0.bytesFetched += fetched
+            $0.add(ReadCounters(hits: fetched == 0 ? 1 : 0, misses: fetched == 0 ? 0 : 1,
+                                bytesFromCache: fromCache, bytesFetched: fetched))
         }
     }
 
     /// Adds the in-memory counters to the index. Called when entries close and before `stats()`.
+    /// Statistics are not worth failing for: a read-only index or a full disk keeps them in memory.
     public func flushCounters() throws {
+        guard readOnly == nil else { return }
         let pending = counters.withLock { c -> ReadCounters in
             let p = c
             c = ReadCounters()
             return p
         }
         guard !pending.isEmpty else { return }
-        try index.withLock { try ByteCache.addCounters(db: $0, pending) }
+        do {
+            try index.withLock { try ByteCache.addCounters(db: $0, pending) }
+        } catch let error as SQLiteError where error.isStorageFailure {
+            counters.withLock { $0.add(pending) }
+        }
+    }
+}
+
+/// Why a cache is read-only.
+enum ReadOnlyReason: Sendable, Equatable {
+    /// The directory or its file system cannot be written.
+    case directoryNotWritable
+    /// The directory can be written but the index could not be opened for writing (a full disk).
+    case indexNotWritable(String)
+
+    var sentence: String {
+        switch self {
+        case .directoryNotWritable: return "the directory is read-only"
+        case .indexNotWritable(let why): return "the index could not be opened for writing (\(why))"
+        }
     }
 }

@@ -1,13 +1,15 @@
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// An open resource in the on-disk cache: its data file (held with a shared lock, which pins it
 /// against eviction) and a snapshot of its present ranges.
 ///
 /// Durability order: bytes are `pwrite`n, `fdatasync`ed, and only then their ranges are
 /// committed to the index, so a crash can lose a range but never make the index claim garbage.
+///
+/// The entry's lock guards only its in-memory state and is never held across I/O that may wait:
+/// `fdatasync`, index transactions (which wait for other processes' write locks) and opening
+/// files happen outside it, so readers of present bytes never stall behind them. Decisions made
+/// outside the lock are applied only if the entry is still at the generation they were based on.
 public final class CacheEntry: RangeStore {
     /// Written bytes not yet committed are committed once they reach this many.
     static let autoCommitBytes: Int64 = 16 << 20
@@ -17,12 +19,25 @@ public final class CacheEntry: RangeStore {
     private let cache: ByteCache
 
     private struct State {
-        var file: DataFile
+        /// nil when nothing of this resource is stored here and nothing can be: a read-only cache
+        /// without it, or a record that could be neither trusted nor dropped.
+        var file: DataFile?
         var generation: StoreGeneration
         var validators: ResourceValidators
         var committed: ByteRangeSet
-        var pending: ByteRangeSet
+        /// Handed to a commit in progress: readable, recorded once that commit ends.
+        var committing = ByteRangeSet()
+        var pending = ByteRangeSet()
         var pendingBytes: Int64 = 0
+        /// Why writes are refused (a read-only cache, a full index), or nil.
+        var refusal: CacheError?
+
+        /// An entry that serves nothing and stores nothing. Its generation matches no row, so the
+        /// index's ranges are never merged into it.
+        static func empty(refusal: CacheError) -> State {
+            State(file: nil, generation: StoreGeneration(row: 0, number: 0), validators: ResourceValidators(),
+                  committed: ByteRangeSet(), refusal: refusal)
+        }
     }
     private let state: Mutex<State>
 
@@ -37,31 +52,107 @@ public final class CacheEntry: RangeStore {
         try? commit()
         try? cache.flushCounters()
         // An entry that never heard from the origin (a 404, an unreachable host) leaves no row behind.
-        let untouched = state.withLock { $0.committed.isEmpty && $0.validators == ResourceValidators() }
+        let untouched = state.withLock { $0.refusal == nil && $0.committed.isEmpty && $0.validators == ResourceValidators() }
         if untouched { try? cache.removeIfEmpty(key: key) }
     }
 
+    // MARK: Attaching to the index
+
     /// Finds or creates the row, opens its data file with the shared lock, and checks the row
-    /// was not evicted or regenerated in between (else tries again with the new row).
+    /// was not evicted or regenerated in between (else tries again with the new row), and that
+    /// the file holds what the row records (else drops the row and starts over).
     private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
+        if let reason = cache.readOnly {
+            return try attachReadOnly(cache: cache, key: key, url: url,
+                                      refusal: .readOnly(path: cache.directory, reason: reason.sentence))
+        }
         while true {
-            let row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
-            let path = cache.dataPath(row)
-            let file = try DataFile(path: path)
-            let loaded = try cache.index.withLock { try ByteCache.loadEntryState(db: $0, key: key) }
-            if let loaded, loaded.generation == row {
-                return State(file: file, generation: row, validators: loaded.validators,
-                             committed: loaded.ranges, pending: ByteRangeSet())
+            let row: StoreGeneration
+            if let existing = try cache.index.withLock({ try ByteCache.currentGeneration(db: $0, key: key) }) {
+                guard !cache.distrusted.contains(existing.row) else {
+                    return .empty(refusal: .inconsistent(path: cache.layout.indexPath,
+                                                         detail: "the record of \(url) is impossible and could not be dropped"))
+                }
+                touch(existing, in: cache)
+                row = existing
+            } else {
+                do {
+                    row = try cache.index.withLock { try ByteCache.ensureRow(db: $0, key: key, url: url) }
+                } catch let error as SQLiteError where error.isStorageFailure {
+                    // A full disk: nothing is stored for this URL and nothing can be now.
+                    return .empty(refusal: .readOnly(path: cache.directory, reason: error.description))
+                }
             }
-            unlink(path) // evicted while we opened it: this file belongs to no row
+            let file = try DataFile(path: cache.dataPath(row))
+            guard let loaded = try cache.loadEntryState(key: key), loaded.generation == row else {
+                try CacheDirectory.remove(file.path) // evicted while we opened it: this file belongs to no row
+                continue
+            }
+            if let problem = try ByteCache.missingBytes(loaded.ranges, in: file) {
+                guard try cache.drop(ByteCache.ImpossibleRecord(row: row.row, url: url, reason: problem)) else {
+                    return .empty(refusal: .inconsistent(path: file.path, detail: problem))
+                }
+                continue
+            }
+            return State(file: file, generation: row, validators: loaded.validators, committed: loaded.ranges)
         }
     }
+
+    /// Marks the resource used now, for eviction order — but only when that costs nothing: not a
+    /// wait for another process's write lock, not a failure on a full disk. A missed mark only
+    /// makes the resource look older.
+    private static func touch(_ row: StoreGeneration, in cache: ByteCache) {
+        cache.index.withLock { db in
+            try? db.withoutWaiting { try ByteCache.touch(db: db, id: row.row) }
+        }
+    }
+
+    /// What a read-only cache holds for `key`, creating and writing nothing.
+    private static func attachReadOnly(cache: ByteCache, key: String, url: String, refusal: CacheError) throws -> State {
+        guard let loaded = try cache.loadEntryState(key: key) else { return .empty(refusal: refusal) }
+        let path = cache.dataPath(loaded.generation)
+        guard let file = try DataFile.existing(readOnly: path) else {
+            if !loaded.ranges.isEmpty { ignore("its data file \(path) is missing") }
+            return .empty(refusal: refusal)
+        }
+        if let problem = try ByteCache.missingBytes(loaded.ranges, in: file) {
+            ignore(problem)
+            return .empty(refusal: refusal)
+        }
+        return State(file: file, generation: loaded.generation, validators: loaded.validators,
+                     committed: loaded.ranges, refusal: refusal)
+
+        func ignore(_ problem: String) {
+            cache.warn(ByteCache.ImpossibleRecord(row: loaded.generation.row, url: url, reason: problem).warning(dropped: false))
+        }
+    }
+
+    /// Moves the entry to what the index now holds for its key (a new version, a new row after
+    /// eviction) — unless it has left `observed` meanwhile, because another thread moved it on.
+    private func moveOn(from observed: StoreGeneration) throws {
+        let fresh = try CacheEntry.attach(cache: cache, key: key, url: url)
+        state.withLock { s in
+            if s.generation == observed { s = fresh }
+        }
+    }
+
+    /// Adds what the index holds for the entry's generation (ranges only grow within one).
+    private func merge(_ loaded: ByteCache.EntryState) {
+        state.withLock { s in
+            guard s.generation == loaded.generation, s.file != nil else { return }
+            s.committed.formUnion(loaded.ranges)
+            s.validators = s.validators.merged(with: loaded.validators)
+        }
+    }
+
+    // MARK: RangeStore
 
     public var validators: ResourceValidators { state.withLock { $0.validators } }
 
     public var available: ByteRangeSet {
         state.withLock {
             var all = $0.committed
+            all.formUnion($0.committing)
             all.formUnion($0.pending)
             return all
         }
@@ -70,43 +161,54 @@ public final class CacheEntry: RangeStore {
     /// Present ranges that are durable and recorded in the index.
     public var committedRanges: ByteRangeSet { state.withLock { $0.committed } }
 
+    public var generation: StoreGeneration { state.withLock { $0.generation } }
+
+    /// The data file and why writing is refused, for claims.
+    var fileAndRefusal: (DataFile?, CacheError?) { state.withLock { ($0.file, $0.refusal) } }
+
     public func refresh() throws {
-        try state.withLock { s in
-            guard let loaded = try cache.index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
-                  loaded.generation == s.generation else {
-                s = try CacheEntry.attach(cache: cache, key: key, url: url)
-                return
-            }
-            s.committed = loaded.ranges
-            s.validators = loaded.validators
+        let current = generation
+        if let loaded = try cache.loadEntryState(key: key), loaded.generation == current {
+            merge(loaded)
+        } else {
+            try moveOn(from: current)
         }
     }
 
     @discardableResult
     public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
-        try state.withLock { s in
-            let (loaded, dropped) = try cache.index.withLock {
-                try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
-            }
-            if loaded.generation != s.generation {
-                // New content: write to a fresh file; the old one goes once no one has it open.
-                unlink(s.file.path)
-                s.file = try DataFile(path: cache.dataPath(loaded.generation))
-                s.pending = ByteRangeSet()
-                s.pendingBytes = 0
-            }
-            s.generation = loaded.generation
-            s.validators = loaded.validators
-            s.committed = loaded.ranges
-            return dropped
+        let (before, refusal) = state.withLock { ($0.generation, $0.refusal) }
+        if let refusal {
+            // Nothing can be recorded; an answer that tells nothing new needs nothing recorded.
+            let known = validators
+            guard known.conflicts(with: incoming) || known.merged(with: incoming) != known else { return false }
+            throw refusal
         }
+        guard let (loaded, dropped) = try cache.index.withLock({
+            try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
+        }) else {
+            // The row was evicted or removed meanwhile: make a new one and record there.
+            try moveOn(from: before)
+            return try applyValidators(incoming, contentType: contentType)
+        }
+        if loaded.generation == before {
+            merge(loaded)
+        } else {
+            try moveOn(from: before)
+        }
+        if dropped {
+            // New content: the old version's file goes once no one has it open.
+            try CacheDirectory.remove(cache.dataPath(StoreGeneration(row: loaded.generation.row,
+                                                                     number: loaded.generation.number - 1)))
+        }
+        return dropped
     }
 
-    public var generation: StoreGeneration { state.withLock { $0.generation } }
-
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
-        let target = state.withLock { s -> (DataFile, Bool)? in
-            s.generation == generation ? (s.file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes) : nil
+        let target = try state.withLock { s throws -> (DataFile, Bool)? in
+            if let refusal = s.refusal { throw refusal }
+            guard s.generation == generation, let file = s.file else { return nil }
+            return (file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes)
         }
         guard let (file, due) = target else { return false }
         try file.write(bytes, at: offset)
@@ -121,30 +223,52 @@ public final class CacheEntry: RangeStore {
         return recorded
     }
 
+    /// Makes the pending bytes durable and records them. The bytes stay readable throughout (as
+    /// `committing`); a generation replaced meanwhile gets nothing recorded (the index checks it in
+    /// the same transaction), and a failed commit leaves them pending for the next one.
     public func commit() throws {
-        let evict = try state.withLock { s -> Bool in
-            guard !s.pending.isEmpty else { return false }
-            try s.file.sync()
-            let merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, generation: s.generation, s.pending) }
-            s.pending = ByteRangeSet()
-            s.pendingBytes = 0
-            guard let merged else {
-                // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
-                s = try CacheEntry.attach(cache: cache, key: key, url: url)
-                return false
+        let batch = state.withLock { s -> (file: DataFile, generation: StoreGeneration, ranges: ByteRangeSet)? in
+            guard !s.pending.isEmpty, let file = s.file else { return nil }
+            defer {
+                s.committing.formUnion(s.pending)
+                s.pending = ByteRangeSet()
+                s.pendingBytes = 0
             }
-            s.committed = merged
+            return (file, s.generation, s.pending)
+        }
+        guard let batch else { return }
+        let merged: ByteRangeSet?
+        do {
+            try batch.file.sync()
+            merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, generation: batch.generation, batch.ranges) }
+        } catch {
+            state.withLock { s in
+                s.committing = s.committing.subtracting(batch.ranges.ranges)
+                if s.generation == batch.generation { s.pending.formUnion(batch.ranges) }
+            }
+            throw error
+        }
+        let recorded = state.withLock { s -> Bool in
+            s.committing = s.committing.subtracting(batch.ranges.ranges)
+            guard let merged, s.generation == batch.generation else { return false }
+            s.committed.formUnion(merged)
             return true
         }
-        if evict { try cache.enforceLimit(keeping: state.withLock { $0.generation.row }) }
+        if recorded {
+            try cache.enforceLimit(keeping: batch.generation.row)
+        } else if merged == nil {
+            // Evicted or replaced by newer content meanwhile: these bytes belong to no row.
+            try moveOn(from: batch.generation)
+        }
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
-        let (file, length) = state.withLock { s -> (DataFile, Int64) in
-            (s.file, max(s.committed.coveredLength(from: offset), s.pending.coveredLength(from: offset)))
+        let (file, length) = state.withLock { s -> (DataFile?, Int64) in
+            (s.file, max(s.committed.coveredLength(from: offset), s.committing.coveredLength(from: offset),
+                         s.pending.coveredLength(from: offset)))
         }
         let n = Int(min(Int64(buffer.count), length))
-        guard n > 0 else { return 0 }
+        guard n > 0, let file else { return 0 }
         try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]), at: offset)
         return n
     }

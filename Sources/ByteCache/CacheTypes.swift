@@ -57,16 +57,29 @@ public struct CacheStats: Sendable {
     public let bytesFetched: Int64
 }
 
+/// What went wrong in the cache directory, as a sentence that names the file.
 public enum CacheError: Error, CustomStringConvertible {
+    /// A system call failed for a file of the cache.
     case io(function: String, path: String, errno: Int32)
-    case corruptIndex(String)
+    /// The index and the data files disagree in a way no writer of ours can cause.
+    case inconsistent(path: String, detail: String)
+    /// Something in the cache directory is not what the cache makes (a symbolic link, a file of
+    /// another user, a file where a directory belongs): refused rather than followed or used.
+    case unsafe(path: String, reason: String)
+    /// The cache is open read-only (a read-only directory or file system, or an index that could
+    /// not be opened for writing), and this operation needs to write.
+    case readOnly(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .io(let function, let path, let errno):
             return "\(function) failed for \(path): \(String(cString: strerror(errno)))"
-        case .corruptIndex(let why):
-            return "cache index is inconsistent: \(why)"
+        case .inconsistent(let path, let detail):
+            return "the cache file \(path) is inconsistent: \(detail)"
+        case .unsafe(let path, let reason):
+            return "refusing to use \(path) as part of the cache: \(reason)"
+        case .readOnly(let path, let reason):
+            return "cannot write to the cache in \(path): \(reason)"
         }
     }
 }

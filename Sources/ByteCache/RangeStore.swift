@@ -26,6 +26,18 @@ public protocol RangeStore: AnyObject, Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
     /// Counts one read for the hit/miss statistics.
     func recordRead(fromCache: Int64, fetched: Int64)
+    /// Claims `range` for fetching, so that other processes sharing the store do not fetch the
+    /// same bytes at the same time. Returns either
+    /// - a claim on a prefix of `range` (all of it, or up to where another holder's claim
+    ///   begins): fetch `claim.range`, write and `commit()` it, then `release()` the claim; or
+    /// - nil after having waited for another holder whose claim covered `range.lowerBound` to
+    ///   release it: call `refresh()` and look at `available` again (the bytes are usually there
+    ///   now; if the other fetch failed, claim again).
+    ///
+    /// Waiting polls, so it never blocks uninterruptibly: when `isCancelled` returns true it throws
+    /// `CancellationError`. Claims are advisory and cross-process only; threads of one process
+    /// still coordinate among themselves (they would wait for each other here as well).
+    func claimFetch(_ range: Range<Int64>, isCancelled: () -> Bool) throws -> FetchClaim?
 }
 
 /// One version of a store's content. A new generation starts whenever the content is replaced

@@ -1,38 +1,111 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A failed SQLite call: the result code, the function that returned it and SQLite's message.
+/// A failed SQLite call: the result code, the function that returned it, the database file and
+/// SQLite's message (with the system error behind it, when there is one).
 public struct SQLiteError: Error, CustomStringConvertible {
+    /// The primary result code (`SQLITE_FULL`, `SQLITE_CORRUPT`, ...).
     public let code: Int32
     public let function: String
+    public let path: String
     public let message: String
-    public var description: String { "\(function) failed (\(code)): \(message)" }
+    public var description: String { "\(function) failed for \(path) (\(code)): \(message)" }
+
+    /// The file is not an SQLite database, or its pages contradict each other.
+    var isCorruption: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
+    /// The storage refused, not the data: a full disk, an I/O error, a read-only file or directory.
+    var isStorageFailure: Bool {
+        [SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM].contains(code)
+    }
+    var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
 }
 
 /// One SQLite connection. The single owner of the `sqlite3*`; closed in `deinit`.
 ///
-/// Not thread-safe by itself: `CacheIndex` serialises access with its own lock.
+/// Not thread-safe by itself: `ByteCache` serialises access with its own lock.
 final class SQLiteDatabase {
-    private let handle: OpaquePointer
+    enum Mode {
+        /// Reads and writes; the file must exist (the cache creates it with its own permissions).
+        case readWrite
+        /// Reads, with SQLite's locking, so other processes' commits are seen. Needs the WAL's
+        /// shared-memory file to exist or be creatable.
+        case readOnly
+        /// Reads without any locking or WAL (`immutable=1`): the last resort for a read-only or
+        /// full file system where even the shared-memory file cannot be made. Sees the database
+        /// file as last checkpointed.
+        case immutable
+        /// An empty database in memory, standing in for an index that cannot be used at all.
+        case memory
+    }
 
-    init(path: String) throws {
+    private let handle: OpaquePointer
+    let path: String
+    let mode: Mode
+    static let busyTimeoutMilliseconds: Int32 = 30_000
+
+    init(path: String, mode: Mode) throws {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        // The index is never reached through a symbolic link (SQLITE_OPEN_NOFOLLOW).
+        let flags: Int32
+        let name: String
+        switch mode {
+        case .readWrite:
+            flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW
+            name = path
+        case .readOnly:
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_URI
+            name = SQLiteDatabase.uri(path, query: "mode=ro")
+        case .immutable:
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_URI
+            name = SQLiteDatabase.uri(path, query: "mode=ro&immutable=1")
+        case .memory:
+            flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY
+            name = ":memory:"
+        }
+        let rc = sqlite3_open_v2(name, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let message = db.map { SQLiteDatabase.message(of: $0, code: rc) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(code: rc, function: "sqlite3_open_v2", message: "\(message) (\(path))")
+            throw SQLiteError(code: rc & 0xff, function: "sqlite3_open_v2", path: path, message: message)
         }
         handle = db
+        self.path = path
+        self.mode = mode
         // Other processes may hold the write lock briefly; wait rather than fail.
-        sqlite3_busy_timeout(handle, 30_000)
+        sqlite3_busy_timeout(handle, SQLiteDatabase.busyTimeoutMilliseconds)
     }
 
     deinit { sqlite3_close_v2(handle) }
 
+    /// `file:` URI of `path` for URI parameters; `%`, `?` and `#` are escaped as the URI syntax needs.
+    private static func uri(_ path: String, query: String) -> String {
+        var escaped = ""
+        for c in path.unicodeScalars {
+            switch c {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3f"
+            case "#": escaped += "%23"
+            default: escaped.unicodeScalars.append(c)
+            }
+        }
+        // "file:///abs" has an empty authority; a relative path must not start with "//".
+        return (path.hasPrefix("/") ? "file://" : "file:") + escaped + "?" + query
+    }
+
+    /// SQLite's message, with the system error behind it when the storage failed (the errno of
+    /// other codes may be left over from a harmless probe, such as a missing journal).
+    private static func message(of db: OpaquePointer, code: Int32) -> String {
+        let message = String(cString: sqlite3_errmsg(db))
+        let system = sqlite3_system_errno(db)
+        guard system != 0, [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) else { return message }
+        return "\(message): \(String(cString: strerror(system)))"
+    }
+
     private func check(_ rc: Int32, _ function: String) throws {
         guard rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE else {
-            throw SQLiteError(code: rc, function: function, message: String(cString: sqlite3_errmsg(handle)))
+            throw SQLiteError(code: rc & 0xff, function: function, path: path, message: SQLiteDatabase.message(of: handle, code: rc))
         }
     }
 
@@ -64,8 +137,12 @@ final class SQLiteDatabase {
         }
     }
 
-    var changes: Int { Int(sqlite3_changes(handle)) }
-    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    /// The first column of the first row of `sql`.
+    func scalar(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+        var value: Int64?
+        try query(sql, bindings) { if value == nil { value = $0.optionalInt(0) } }
+        return value
+    }
 
     /// Runs `body` in a write transaction taken up front (`BEGIN IMMEDIATE`), so two processes
     /// never both read-then-write the same rows; rolls back if `body` throws.
@@ -79,6 +156,21 @@ final class SQLiteDatabase {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Runs `body` failing at once with `SQLITE_BUSY` instead of waiting for another process's
+    /// write lock: for writes that are worth doing only when they cost nothing.
+    func withoutWaiting<T>(_ body: () throws -> T) rethrows -> T {
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, SQLiteDatabase.busyTimeoutMilliseconds) }
+        return try body()
+    }
+
+    /// `PRAGMA quick_check`: "ok", or what SQLite found wrong.
+    func quickCheck() throws -> String {
+        var lines: [String] = []
+        try query("PRAGMA quick_check") { lines.append($0.text(0) ?? "") }
+        return lines.joined(separator: "; ")
     }
 }
 

@@ -104,7 +104,22 @@ final class RemoteResource: @unchecked Sendable {
     /// The body of a fetch thread: one request (with the fetcher's retries), its bytes stored as
     /// they arrive, then committed; waiting readers are woken at each step.
     private func run(_ fetch: RunningFetch, ifRange: String?, tally: ReaderTally) {
-        let range = fetch.range
+        // Other processes sharing the cache may be fetching these bytes: claim them first.
+        let claim: FetchClaim
+        do {
+            guard let claimed = try store.claimFetch(fetch.range, isCancelled: { fetch.cancellation.isCancelled }) else {
+                // Another process had them on the way and has finished: readers look again.
+                try store.refresh()
+                finish(fetch, .done)
+                return
+            }
+            claim = claimed
+        } catch {
+            finish(fetch, .failed(error is CancellationError ? FetchError.cancelled(url: shown) : error))
+            return
+        }
+        defer { claim.release() } // after the commit below, so a waiting process finds the bytes
+        let range = claim.range
         var counters = FetchCounters()
         var stored: Int64 = 0 // counted live, for progress
         var responses: Int64 = 0 // counted as they arrive
@@ -142,6 +157,11 @@ final class RemoteResource: @unchecked Sendable {
             outcome = .failed(error)
         }
         tally.finished(counters, alreadyCounted: stored, responses: responses)
+        finish(fetch, outcome)
+    }
+
+    /// Records how `fetch` ended and wakes everyone waiting on the resource.
+    private func finish(_ fetch: RunningFetch, _ outcome: RunningFetch.Outcome) {
         condition.withLock {
             fetch.finish(outcome)
             running.removeAll { $0 === fetch }

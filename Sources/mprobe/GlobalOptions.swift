@@ -47,8 +47,12 @@ struct GlobalOptions {
         return bytes
     }
 
+    /// Opens the cache and says what opening found and repaired (a corrupt index moved aside,
+    /// impossible records dropped, a read-only index).
     func openCache() throws -> ByteCache {
-        try ByteCache(directory: cacheDirectory, maxBytes: try maxCacheBytes())
+        let cache = try ByteCache(directory: cacheDirectory, maxBytes: try maxCacheBytes())
+        for warning in cache.warnings { Console.warning(warning) }
+        return cache
     }
 
     func fetchOptions() throws -> FetchOptions {

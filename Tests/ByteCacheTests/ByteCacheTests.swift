@@ -4,17 +4,6 @@ import TestSupport
 import XCTest
 
 final class ByteCacheTests: XCTestCase {
-    private func write(_ entry: CacheEntry, _ bytes: [UInt8], at offset: Int64) throws {
-        let version = entry.generation
-        XCTAssertTrue(try bytes.withUnsafeBytes { try entry.write($0, at: offset, generation: version) })
-    }
-
-    private func read(_ entry: CacheEntry, at offset: Int64, count: Int) throws -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        let n = try out.withUnsafeMutableBytes { try entry.read(into: $0, at: offset) }
-        return Array(out[0..<n])
-    }
-
     func testWrittenRangesPersistAcrossReopen() throws {
         let dir = try TempDirectory()
         let data = randomBytes(200_000, seed: 1)

@@ -36,6 +36,10 @@ enum CacheCommand: Command {
         if ["stats", "ls", "clear"].contains(action), !operands.isEmpty {
             throw UsageError("cache \(action) takes no operands")
         }
+        if action == "clear" {
+            try clear(options)
+            return .success
+        }
         let cache = try options.openCache()
         switch action {
         case "stats": try stats(cache, json: options.json)
@@ -50,13 +54,23 @@ enum CacheCommand: Command {
             } else {
                 Console.out(removed ? "removed \(shown)" : "not cached: \(shown)")
             }
-        case "clear":
-            try cache.clear()
-            Console.out(options.json ? JSON.object([("cleared", .bool(true))]).text : "cache cleared: \(cache.directory)")
         default:
             throw UsageError("unknown cache action '\(action)' (stats, ls, ranges, rm, clear)")
         }
         return .success
+    }
+
+    /// Empties the cache whatever state it is in: through the index when it opens and can be
+    /// written, else by removing its files (an index that cannot be opened must not keep the user
+    /// from starting over).
+    private static func clear(_ options: GlobalOptions) throws {
+        let directory = options.cacheDirectory
+        do {
+            try options.openCache().clear()
+        } catch let error where error is CacheError || error is SQLiteError {
+            try ByteCache.reset(directory: directory)
+        }
+        Console.out(options.json ? JSON.object([("cleared", .bool(true))]).text : "cache cleared: \(directory)")
     }
 
     private static func stats(_ cache: ByteCache, json: Bool) throws {
