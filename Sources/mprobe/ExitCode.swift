@@ -53,6 +53,7 @@ enum ExitCode: Int32, CaseIterable {
             }
         case is CacheError, is SQLiteError, is OutputError, is StdoutError: return .localIO
         case let e as MediaError: return e == .interrupted ? .cancelled : .media
+        case is CancellationError: return .cancelled
         case is FFmpegError: return .media
         default: return .internalError
         }

@@ -79,48 +79,30 @@ final class FetchClaimTests: XCTestCase {
 
     // MARK: Another process
 
-    private static let holderVariable = "MPROBE_TEST_CLAIM_HOLDER"
-
-    /// Another process (this test bundle, running `testHolderProcess`) holds a claim; this one
-    /// waits for it, and the kernel releases it when that process is killed.
+    /// A real `mprobe cat` holds the claim while its origin stalls; this process waits for it, and
+    /// the kernel releases the claim when that process is killed.
     func testAClaimOfAnotherProcessIsWaitedForAndDiesWithIt() throws {
         let dir = try TempDirectory()
-        let (entry, _) = try twoEntries(dir)
-        let marker = dir.file("claimed")
+        let server = try FaultServer()
+        server.route("/slow", .stall(afterBytes: 0, seconds: 60, then: .serve(body: randomBytes(10_000, seed: 3))))
+        let url = server.url("/slow")
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: productsDirectory() + "/mprobePackageTests.xctest")
-        child.arguments = ["ByteCacheTests.FetchClaimTests/testHolderProcess"]
-        child.environment = ProcessInfo.processInfo.environment.merging(
-            [FetchClaimTests.holderVariable: [dir.file("cache"), url, marker].joined(separator: "\n")]) { $1 }
+        child.executableURL = URL(fileURLWithPath: try mprobeBinary())
+        child.arguments = ["cat", url, "--cache-dir", dir.file("cache"), "--timeout", "120"]
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
         try child.run()
         defer { if child.isRunning { kill(child.processIdentifier, SIGKILL) } }
+        // The request reaches the origin only after its range was claimed.
         let deadline = Date().addingTimeInterval(30)
-        while !FileManager.default.fileExists(atPath: marker) {
-            XCTAssertTrue(child.isRunning && Date() < deadline, "the holder process never claimed")
-            if !child.isRunning || Date() >= deadline { return }
-            usleep(10_000)
-        }
-        XCTAssertEqual(try claim(entry, 0..<100)?.range, 0..<100, "before the other claim")
+        while server.requests.isEmpty && child.isRunning && Date() < deadline { usleep(10_000) }
+        XCTAssertFalse(server.requests.isEmpty, "the other process never asked the origin")
+        let entry = try ByteCache(directory: dir.file("cache")).entry(for: url)
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { kill(child.processIdentifier, SIGKILL) }
         let started = Date()
         XCTAssertNil(try claim(entry, 100..<5000), "waited for the other process")
         XCTAssertGreaterThan(Date().timeIntervalSince(started), 0.4)
         child.waitUntilExit()
         XCTAssertEqual(try claim(entry, 100..<5000)?.range, 100..<5000, "its death released the claim")
-    }
-
-    /// The other process of the test above; skipped when run on its own.
-    func testHolderProcess() throws {
-        guard let spec = ProcessInfo.processInfo.environment[FetchClaimTests.holderVariable] else {
-            throw XCTSkip("runs only as the holder process of testAClaimOfAnotherProcessIsWaitedForAndDiesWithIt")
-        }
-        let parts = spec.components(separatedBy: "\n")
-        let entry = try ByteCache(directory: parts[0]).entry(for: parts[1])
-        let held = try XCTUnwrap(try claim(entry, 100..<1000))
-        XCTAssertTrue(FileManager.default.createFile(atPath: parts[2], contents: nil))
-        sleep(60) // until killed
-        held.release()
     }
 }

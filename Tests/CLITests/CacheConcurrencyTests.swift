@@ -88,4 +88,30 @@ final class CacheConcurrencyTests: CLITestCase {
         try assertCachedBytesMatch(url, data)
         XCTAssertEqual(try cachedRanges(url).map { [$0.0, $0.1] }, [[0, 30_000_000]])
     }
+
+    func testProcessesReadingOneUncachedURLFetchItOnce() throws {
+        let data = randomBytes(100_000_000, seed: 79)
+        _ = try writeFile("www/s.bin", data)
+        let nginx = try NginxServer(root: dir.file("www"))
+        let url = nginx.url("/s.bin")
+        let binary = try mprobeBinary()
+        var processes: [Process] = []
+        for i in 0..<4 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["cat", url, "--cache-dir", cacheDir]
+            XCTAssertTrue(FileManager.default.createFile(atPath: dir.file("out-\(i)"), contents: nil))
+            process.standardOutput = FileHandle(forWritingAtPath: dir.file("out-\(i)"))
+            try process.run()
+            processes.append(process)
+        }
+        for (i, process) in processes.enumerated() {
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0)
+            XCTAssertTrue(Array(try Data(contentsOf: URL(fileURLWithPath: dir.file("out-\(i)")))) == data, "process \(i)")
+        }
+        // Before, each process fetched what it did not find cached yet: 4 processes, 172 MiB.
+        let sent = try nginx.accessLog().reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThanOrEqual(sent, Int64(Double(data.count) * 1.05), "a range in flight in one process is awaited by the others")
+    }
 }

@@ -28,8 +28,10 @@ final class CacheRecoveryTests: CLITestCase {
     /// Runs `script` as root in a private mount namespace. In it, `run NAME ARGS...` runs mprobe and
     /// keeps its status and output under NAME; `$CACHE` is the cache directory.
     private func inPrivateMounts(_ script: String) throws -> [String: Step] {
-        try XCTSkipUnless(geteuid() == 0, "mounting needs root")
-        try XCTSkipUnless(findExecutable("unshare") != nil, "needs util-linux's unshare")
+        guard geteuid() == 0 else { throw TestSupportError.missingExecutable(path: "root", hint: "mounting needs root") }
+        guard findExecutable("unshare") != nil else {
+            throw TestSupportError.missingExecutable(path: "unshare", hint: "install util-linux")
+        }
         let results = dir.file("results")
         try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
         let prelude = """
@@ -155,7 +157,7 @@ final class CacheRecoveryTests: CLITestCase {
 
     /// `chmod 0500` stops only its owner (root ignores it), so the reads run as another user.
     func testDirectoryItsOwnerMadeReadOnlyServesOfflineReads() throws {
-        try XCTSkipUnless(geteuid() == 0 && findExecutable("setpriv") != nil, "needs root and setpriv to act as another user")
+        guard geteuid() == 0 && findExecutable("setpriv") != nil else { return XCTFail("needs root and setpriv to act as another user") }
         let (nginx, a, _, data) = try populatedCache()
         XCTAssertEqual(chmod(dir.path, 0o755), 0)
         XCTAssertEqual(try runProcess("chown", ["-R", "65534:65534", cacheDir]).status, 0)
@@ -207,7 +209,7 @@ final class CacheRecoveryTests: CLITestCase {
     }
 
     func testForeignOwnedCacheDirectoryIsAClearError() throws {
-        try XCTSkipUnless(geteuid() == 0, "needs root to give a directory away")
+        guard geteuid() == 0 else { return XCTFail("needs root to give a directory away") }
         try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: true)
         XCTAssertEqual(chown(cacheDir, 65534, 65534), 0)
         for args in [["cache", "ls"], ["cache", "clear"]] {

@@ -131,13 +131,18 @@ final class RemoteSourceTests: XCTestCase {
     }
 
     func testAFinishedSourceNoLongerPinsItsCacheEntry() throws {
+        // Both fit the limit alone, not together; an open entry is never evicted.
+        try Data(randomBytes(600_000, seed: 2)).write(to: URL(fileURLWithPath: dir.file("www/a.bin")))
         try Data(randomBytes(600_000, seed: 3)).write(to: URL(fileURLWithPath: dir.file("www/b.bin")))
         let session = try session(maxBytes: 1_000_000)
         do {
-            let first = try session.open(nginx.url("/m.bin"))
-            _ = try read(first, 0..<700_000, chunk: 100_000)
+            let first = try session.open(nginx.url("/a.bin"))
+            _ = try read(first, 0..<600_000, chunk: 100_000)
+            let cache = try ByteCache(directory: dir.file("cache"))
+            XCTAssertEqual(try cache.resources().map(\.url), [nginx.url("/a.bin")], "the first job's bytes were stored")
         }
-        // The first job is over: reading another resource may now evict it to stay under the limit.
+        // The first job is over: the session does not keep its entry open, so reading another
+        // resource evicts it to stay under the limit.
         _ = try read(try session.open(nginx.url("/b.bin")), 0..<600_000, chunk: 100_000)
         let cache = try ByteCache(directory: dir.file("cache"))
         XCTAssertEqual(try cache.resources().map(\.url), [nginx.url("/b.bin")])
