@@ -60,6 +60,19 @@ public final class ByteCache: Sendable {
         noted.withLock { if !$0.contains(sentence) { $0.append(sentence) } }
     }
 
+    /// Opens (creating it, private, if needed) another SQLite database in the cache directory,
+    /// such as the service's `jobs.sqlite`, in WAL mode. `cache clear` leaves it alone.
+    public func openDatabase(named name: String) throws -> SQLiteDatabase {
+        guard !name.contains("/"), !name.hasPrefix("index.sqlite") else {
+            throw CacheError.unsafe(path: directory + "/" + name, reason: "not a database name of its own")
+        }
+        let path = directory + "/" + name
+        try CacheDirectory.createPrivateFileIfMissing(path)
+        let db = try SQLiteDatabase(path: path, mode: .readWrite)
+        try db.query("PRAGMA journal_mode=WAL")
+        return db
+    }
+
     /// The index key of `url`: credentials are never part of it (they travel with each request).
     func key(for url: String) -> String { keyForURL(URLText.withoutUserinfo(url)) }
 

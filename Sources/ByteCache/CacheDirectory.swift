@@ -53,13 +53,18 @@ struct CacheDirectory: Sendable {
     /// Creates the index file 0600 if it is missing, so that SQLite, which gives its WAL and
     /// shared-memory files the database file's mode, makes them 0600 too.
     func createIndexFileIfMissing() throws {
-        let fd = open(indexPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        try CacheDirectory.createPrivateFileIfMissing(indexPath)
+    }
+
+    /// Creates `file` empty and 0600 (whatever the umask) unless it exists; never through a link.
+    static func createPrivateFileIfMissing(_ file: String) throws {
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 {
             if errno == EEXIST { return }
-            throw CacheError.io(function: "open", path: indexPath, errno: errno)
+            throw CacheError.io(function: "open", path: file, errno: errno)
         }
         defer { close(fd) }
-        guard fchmod(fd, 0o600) == 0 else { throw CacheError.io(function: "fchmod", path: indexPath, errno: errno) }
+        guard fchmod(fd, 0o600) == 0 else { throw CacheError.io(function: "fchmod", path: file, errno: errno) }
     }
 
     /// `mkdir -p`: parents with the usual 0755 (less the umask), the last one 0700 exactly.

@@ -24,8 +24,10 @@ public struct SQLiteError: Error, CustomStringConvertible {
 
 /// One SQLite connection. The single owner of the `sqlite3*`; closed in `deinit`.
 ///
-/// Not thread-safe by itself: `ByteCache` serialises access with its own lock.
-final class SQLiteDatabase {
+/// Not thread-safe by itself: its owner (`ByteCache`, the service's job store) serialises access
+/// with its own lock. Made by `ByteCache` only, which keeps every database of a cache directory
+/// private (0600, no symbolic links).
+public final class SQLiteDatabase {
     enum Mode {
         /// Reads and writes; the file must exist (the cache creates it with its own permissions).
         case readWrite
@@ -110,12 +112,12 @@ final class SQLiteDatabase {
     }
 
     /// Runs one or more statements without parameters or results.
-    func execute(_ sql: String) throws {
+    public func execute(_ sql: String) throws {
         try check(sqlite3_exec(handle, sql, nil, nil, nil), "sqlite3_exec")
     }
 
     /// Runs `sql` with `bindings`, calling `row` for each result row.
-    func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws {
+    public func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws {
         var stmt: OpaquePointer?
         try check(sqlite3_prepare_v2(handle, sql, -1, &stmt, nil), "sqlite3_prepare_v2")
         guard let stmt else { return }
@@ -137,8 +139,11 @@ final class SQLiteDatabase {
         }
     }
 
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// The first column of the first row of `sql`.
-    func scalar(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+    public func scalar(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
         var value: Int64?
         try query(sql, bindings) { if value == nil { value = $0.optionalInt(0) } }
         return value
@@ -146,7 +151,7 @@ final class SQLiteDatabase {
 
     /// Runs `body` in a write transaction taken up front (`BEGIN IMMEDIATE`), so two processes
     /// never both read-then-write the same rows; rolls back if `body` throws.
-    func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+    public func writeTransaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -174,25 +179,25 @@ final class SQLiteDatabase {
     }
 }
 
-enum SQLiteValue {
+public enum SQLiteValue: Sendable {
     case int(Int64)
     case double(Double)
     case text(String)
     case null
 
-    static func optionalText(_ s: String?) -> SQLiteValue { s.map { .text($0) } ?? .null }
-    static func optionalInt(_ v: Int64?) -> SQLiteValue { v.map { .int($0) } ?? .null }
+    public static func optionalText(_ s: String?) -> SQLiteValue { s.map { .text($0) } ?? .null }
+    public static func optionalInt(_ v: Int64?) -> SQLiteValue { v.map { .int($0) } ?? .null }
 }
 
 /// A view of the current row of a statement; valid only inside the `row` callback.
-struct SQLiteRow {
+public struct SQLiteRow {
     fileprivate let stmt: OpaquePointer
 
-    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
-    func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
-    func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
-    func text(_ column: Int32) -> String? {
+    public func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+    public func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+    public func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
+    public func text(_ column: Int32) -> String? {
         guard let p = sqlite3_column_text(stmt, column) else { return nil }
         return String(cString: p)
     }

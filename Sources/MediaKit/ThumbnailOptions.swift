@@ -10,8 +10,10 @@ public struct ThumbnailOptions: Sendable {
     }
 
     public var times: Times = .count(20)
-    /// At most this many thumbnails per input, however the times are given.
+    /// At most this many thumbnails per input, however the times are given (the service lowers it
+    /// to keep a job within its limit).
     public static let maxCount = 10_000
+    public var limit = ThumbnailOptions.maxCount
     /// Output size; with neither set the width is 320 and the height keeps the display aspect;
     /// with both the picture fits inside the box.
     public var width: Int?
@@ -27,15 +29,16 @@ public struct ThumbnailOptions: Sendable {
 
     /// The requested times for a video of `duration` seconds.
     func requestedTimes(duration: Double) -> [Double] {
+        let limit = max(1, min(self.limit, ThumbnailOptions.maxCount))
         switch times {
         case .every(let step):
             guard step > 0 else { return [0] }
-            return Array(stride(from: 0, to: max(duration, step / 2), by: step).prefix(ThumbnailOptions.maxCount))
+            return Array(stride(from: 0, to: max(duration, step / 2), by: step).prefix(limit))
         case .count(let n):
             guard n > 0 else { return [] }
-            return (0..<min(n, ThumbnailOptions.maxCount)).map { Double($0) * duration / Double(n) }
+            return (0..<min(n, limit)).map { Double($0) * duration / Double(n) }
         case .at(let list):
-            return list
+            return Array(list.prefix(limit))
         }
     }
 

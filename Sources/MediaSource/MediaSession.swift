@@ -18,11 +18,7 @@ public final class MediaSession: Sendable {
     public let offline: Bool
     public let readahead: ReadaheadPolicy
     public let cancellation: Cancellation
-    private let remotes = Mutex<[String: WeakResource]>([:])
-
-    private struct WeakResource {
-        weak var resource: RemoteResource?
-    }
+    private let remotes: ResourceRegistry
 
     public init(cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
                 readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation()) {
@@ -31,6 +27,22 @@ public final class MediaSession: Sendable {
         self.offline = offline
         self.readahead = readahead
         self.cancellation = cancellation
+        remotes = ResourceRegistry()
+    }
+
+    private init(sharing parent: MediaSession, cancellation: Cancellation) {
+        cache = parent.cache
+        fetcher = parent.fetcher
+        offline = parent.offline
+        readahead = parent.readahead
+        self.cancellation = cancellation
+        remotes = parent.remotes
+    }
+
+    /// A session for one job of a long-running process: the same cache, fetcher (warm
+    /// connections) and shared resources, with the job's own cancellation.
+    public func job(cancellation: Cancellation) -> MediaSession {
+        MediaSession(sharing: self, cancellation: cancellation)
     }
 
     /// What kind of input a string names.
@@ -79,12 +91,8 @@ public final class MediaSession: Sendable {
         case .local(let path):
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
-            let resource = try remotes.withLock { remotes in
-                if let existing = remotes[url]?.resource { return existing }
-                let resource = try RemoteResource(url: url, fetcher: fetcher, cache: cache)
-                remotes = remotes.filter { $0.value.resource != nil }
-                remotes[url] = WeakResource(resource: resource)
-                return resource
+            let resource = try remotes.resource(for: url) {
+                try RemoteResource(url: url, fetcher: fetcher, cache: cache)
             }
             // The reader's own token: cancelled with its parent, or when the reader goes away.
             let parent = token ?? cancellation
@@ -104,6 +112,24 @@ extension MediaSession {
             return try job()
         } catch SourceError.versionChanged {
             return try job()
+        }
+    }
+}
+
+/// The resources readers use now, by URL, held weakly: shared by a session and its job sessions.
+private final class ResourceRegistry: Sendable {
+    private struct WeakResource {
+        weak var resource: RemoteResource?
+    }
+    private let resources = Mutex<[String: WeakResource]>([:])
+
+    func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {
+        try resources.withLock { resources in
+            if let existing = resources[url]?.resource { return existing }
+            let resource = try make()
+            resources = resources.filter { $0.value.resource != nil }
+            resources[url] = WeakResource(resource: resource)
+            return resource
         }
     }
 }

@@ -10,6 +10,8 @@ public enum JSON: Sendable {
     case string(String)
     case array([JSON])
     case object([(String, JSON)])
+    /// JSON text already encoded (a stored job result), written as it is.
+    case verbatim(String)
 
     public static func int(_ v: Int) -> JSON { .int(Int64(v)) }
     public static func optional(_ v: Int64?) -> JSON { v.map { .int($0) } ?? .null }
@@ -28,6 +30,7 @@ public enum JSON: Sendable {
         case .int(let i): out += String(i)
         case .double(let d): out += d.isFinite ? String(d) : "null"
         case .string(let s): JSON.escape(s, into: &out)
+        case .verbatim(let text): out += text
         case .array(let items):
             out += "["
             for (i, item) in items.enumerated() {

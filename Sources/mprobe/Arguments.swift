@@ -59,6 +59,13 @@ struct Arguments {
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name] }
 
+    /// A whole number, if given; its range is checked by whoever uses it.
+    func integer(_ name: String) throws -> Int? {
+        guard let v = values[name] else { return nil }
+        guard let n = Int(v) else { throw UsageError("--\(name) needs a whole number, got '\(v)'") }
+        return n
+    }
+
     /// A number in 0...`maximum` (the default allows any time in seconds up to ~30 years).
     func double(_ name: String, maximum: Double = 1e9) throws -> Double? {
         guard let v = values[name] else { return nil }

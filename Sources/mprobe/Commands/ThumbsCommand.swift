@@ -86,55 +86,24 @@ enum ThumbsCommand: Command {
     }
 
     static func thumbnailOptions(_ args: Arguments) throws -> ThumbnailOptions {
-        var o = ThumbnailOptions()
-        let chosen = ["every", "count", "at"].filter { args.value($0) != nil }
-        guard chosen.count <= 1 else { throw UsageError("use only one of --every, --count and --at") }
-        if let every = try args.double("every") {
-            guard every >= 0.001 else { throw UsageError("--every must be at least 0.001 seconds") }
-            o.times = .every(every)
-        }
-        if let text = args.value("count") {
-            guard let n = Int(text), n >= 1, n <= 10_000 else { throw UsageError("--count needs 1...10000, got '\(text)'") }
-            o.times = .count(n)
-        }
+        var request = ThumbnailOptions.Request()
+        request.every = try args.double("every")
+        request.count = try args.integer("count")
         if let text = args.value("at") {
             let times = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-            guard !times.isEmpty, times.count <= 10_000, times.allSatisfy({ $0 != nil && $0! >= 0 && $0! <= 1e9 }) else {
+            guard !times.isEmpty, times.allSatisfy({ $0 != nil }) else {
                 throw UsageError("--at needs seconds separated by commas, e.g. 0,30,60.5; got '\(text)'")
             }
-            o.times = .at(times.compactMap { $0 })
+            request.at = times.compactMap { $0 }
         }
-        func pixels(_ name: String) throws -> Int? {
-            guard let text = args.value(name) else { return nil }
-            guard let v = Int(text), v >= 16, v <= 8192 else { throw UsageError("--\(name) needs 16...8192 pixels, got '\(text)'") }
-            return v
-        }
-        o.width = try pixels("width")
-        o.height = try pixels("height")
-        if let text = args.value("format") {
-            guard let f = ImageFormat(rawValue: text.lowercased() == "jpeg" ? "jpg" : text.lowercased()) else {
-                throw UsageError("--format needs jpg, png or webp, got '\(text)'")
-            }
-            o.format = f
-        }
-        if let text = args.value("quality") {
-            guard let q = Int(text), (1...100).contains(q) else { throw UsageError("--quality needs 1...100, got '\(text)'") }
-            o.quality = q
-        }
-        o.accurate = args.flag("accurate")
-        if args.flag("sprite") { o.sprite = try spriteLayout(args.value("sprite")) }
-        // Bounded here, before any fetch: a sheet too large to hold or to encode is a usage error.
-        if let problem = o.spriteProblem { throw UsageError("--sprite: \(problem)") }
-        return o
-    }
-
-    static func spriteLayout(_ text: String?) throws -> SpriteLayout {
-        guard let text else { return .automatic }
-        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
-        guard parts.count == 2, let columns = parts[0], let rows = parts[1], columns >= 1, rows >= 1 else {
-            throw UsageError("--sprite needs COLSxROWS, e.g. 5x4")
-        }
-        return .grid(columns: columns, rows: rows)
+        request.width = try args.integer("width")
+        request.height = try args.integer("height")
+        request.format = args.value("format")
+        request.quality = try args.integer("quality")
+        request.accurate = args.flag("accurate")
+        if args.flag("sprite") { request.sprite = args.value("sprite") ?? "" }
+        // Checked here, before any fetch: a sheet too large to hold or to encode is a usage error.
+        return try usage { try ThumbnailOptions(validating: request) }
     }
 
 }

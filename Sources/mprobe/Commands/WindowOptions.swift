@@ -10,22 +10,23 @@ struct WindowOptions {
                            track indices and kinds, e.g. 0,2 or video,audio
         """
 
-    let start: Double
-    let seconds: Double
-    let tracks: TrackSelection
+    let window: PlaybackWindow
+    var start: Double { window.start }
+    var seconds: Double { window.seconds }
+    var tracks: TrackSelection { window.tracks }
 
     init(_ args: Arguments) throws {
-        start = try args.double("start") ?? 0
-        seconds = try args.double("seconds") ?? 10
-        guard seconds > 0 else { throw UsageError("--seconds must be positive") }
-        if let text = args.value("tracks") {
-            guard let selection = TrackSelection.parse(text) else {
-                throw UsageError("--tracks needs default, all, or a list like 0,1 or video,audio; got '\(text)'")
-            }
-            tracks = selection
-        } else {
-            tracks = .defaults
-        }
+        let (start, seconds) = (try args.double("start"), try args.double("seconds"))
+        window = try usage { try PlaybackWindow(start: start, seconds: seconds, tracks: args.value("tracks")) }
+    }
+}
+
+/// Runs `body`, turning an option out of range into a usage error that names it as a flag.
+func usage<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let invalid as InvalidOption {
+        throw UsageError(invalid.shown { "--" + $0 })
     }
 }
 

@@ -1,0 +1,73 @@
+import Foundation
+
+/// Reading JSON request bodies (Foundation's parser, then typed accessors with clear errors).
+struct RequestObject {
+    private let members: [String: Any]
+
+    /// The top-level object of `body`, or a 400 naming what is wrong.
+    init(_ body: [UInt8]) throws {
+        guard !body.isEmpty else { throw APIError.badRequest("the request needs a JSON object body") }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            throw APIError.badRequest("the body is not a JSON object")
+        }
+        members = object
+    }
+
+    var keys: Set<String> { Set(members.keys) }
+
+    func has(_ key: String) -> Bool { members[key] != nil && !(members[key] is NSNull) }
+
+    func string(_ key: String) throws -> String? {
+        guard has(key) else { return nil }
+        guard let value = members[key] as? String else { throw APIError.badRequest("\"\(key)\" must be a string") }
+        return value
+    }
+
+    func number(_ key: String) throws -> Double? {
+        guard has(key) else { return nil }
+        guard let value = members[key] as? NSNumber, !isBoolean(value), value.doubleValue.isFinite else {
+            throw APIError.badRequest("\"\(key)\" must be a number")
+        }
+        return value.doubleValue
+    }
+
+    func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let value = try number(key) else { return nil }
+        guard let exact = Int(exactly: value), range.contains(exact) else {
+            throw APIError.badRequest("\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return exact
+    }
+
+    /// A string or an array of strings.
+    func strings(_ key: String) throws -> [String]? {
+        guard has(key) else { return nil }
+        if let one = members[key] as? String { return [one] }
+        guard let list = members[key] as? [Any], list.allSatisfy({ $0 is String }) else {
+            throw APIError.badRequest("\"\(key)\" must be a string or an array of strings")
+        }
+        return list.compactMap { $0 as? String }
+    }
+
+    func numbers(_ key: String) throws -> [Double]? {
+        guard has(key) else { return nil }
+        guard let list = members[key] as? [Any],
+              list.allSatisfy({ ($0 as? NSNumber).map { !isBoolean($0) && $0.doubleValue.isFinite } ?? false }) else {
+            throw APIError.badRequest("\"\(key)\" must be an array of numbers")
+        }
+        return list.compactMap { ($0 as? NSNumber)?.doubleValue }
+    }
+
+    /// `true`/`false`, or a string (e.g. `"sprite": "5x4"`).
+    func flagOrString(_ key: String) throws -> (Bool, String?)? {
+        guard has(key) else { return nil }
+        if let text = members[key] as? String { return (true, text) }
+        guard let value = members[key] as? NSNumber, isBoolean(value) else {
+            throw APIError.badRequest("\"\(key)\" must be true, false or a string")
+        }
+        return (value.boolValue, nil)
+    }
+}
+
+/// JSON `true`/`false` arrive as NSNumbers of type "c" (`is Bool` is true for 0 and 1 too).
+private func isBoolean(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
