@@ -27,7 +27,7 @@ let package = Package(
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
         .target(name: "Service", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch",
                                                 "URLSupport", "CMicroHTTPD", "CSQLite"]),
-        .executableTarget(name: "mprobe", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
+        .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -22,6 +22,7 @@ final class RemoteResource: @unchecked Sendable {
     private var storeValue: any RangeStore
     private var sizeValue: Int64?
     private var warningsValue: [String] = []
+    private var contentTypeValue: String?
     private var running: [RunningFetch] = []
 
     init(url: String, fetcher: RangeFetcher, cache: ByteCache?) throws {
@@ -31,12 +32,15 @@ final class RemoteResource: @unchecked Sendable {
         self.cache = cache
         storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()
         sizeValue = storeValue.validators.size
+        contentTypeValue = try cache?.resource(for: url)?.contentType
     }
 
     var store: any RangeStore { condition.withLock { storeValue } }
     /// The size, once the origin (or the cache) has said it.
     var size: Int64? { condition.withLock { sizeValue } }
     var warnings: [String] { condition.withLock { warningsValue } }
+    /// The origin's `Content-Type`, once known.
+    var contentType: String? { condition.withLock { contentTypeValue } }
 
     /// Bytes kept by this resource outlive it: the disk cache, not memory.
     var keepsBytes: Bool { cache != nil && store is CacheEntry }
@@ -219,6 +223,7 @@ final class RemoteResource: @unchecked Sendable {
         let changed = try store.applyValidators(validators, contentType: info.contentType)
         condition.withLock {
             if let size = info.totalSize { sizeValue = size }
+            if let type = info.contentType { contentTypeValue = type }
             if changed {
                 warningsValue.append("\(shown) changed on the server; cached bytes of the old version were dropped")
             } else if info.rangeIgnored, !warningsValue.contains(where: { $0.contains("ignores range") }) {

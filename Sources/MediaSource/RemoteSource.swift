@@ -72,8 +72,10 @@ public final class RemoteSource: MediaSource {
         return "it is \(size), more than the cache limit of \(cache.maxBytes) bytes (--max-cache-size), so it is streamed through, not stored"
     }
 
-    /// What the resource's store knows of the origin's version and content type.
+    /// What the resource's store knows of the origin's version.
     public var validators: ResourceValidators { resource.store.validators }
+    /// The origin's `Content-Type`, once a response (or the cache) has said it.
+    public var contentType: String? { resource.contentType }
 
     public func limitReadahead(to end: Int64?) {
         state.withLock { $0.readaheadLimit = end }

@@ -11,6 +11,8 @@ import URLSupport
 public final class RangeFetcher: Sendable {
     public let options: FetchOptions
     private let pool = Mutex<[CurlEasy]>([])
+    /// Handles out of the pool, running a transfer.
+    private let busy = Atomic<Int>(0)
     private let countersStore = Mutex(FetchCounters())
 
     public init(options: FetchOptions = FetchOptions()) {
@@ -18,6 +20,9 @@ public final class RangeFetcher: Sendable {
     }
 
     public var counters: FetchCounters { countersStore.withLock { $0 } }
+
+    /// Easy handles alive, idle or busy: each holds at most a few connections to origins open.
+    public var openHandles: Int { pool.withLock { $0.count } + busy.load(ordering: .relaxed) }
 
     /// Fetches `range` of `url` with `Range: bytes=a-b` and hands the body to `onData` with
     /// each piece's true offset.
@@ -195,11 +200,13 @@ public final class RangeFetcher: Sendable {
     }
 
     private func takeHandle() throws -> CurlEasy {
-        if let easy = pool.withLock({ $0.popLast() }) { return easy }
-        return try CurlEasy()
+        let easy = try pool.withLock({ $0.popLast() }) ?? CurlEasy()
+        busy.add(1, ordering: .relaxed)
+        return easy
     }
 
     private func returnHandle(_ easy: CurlEasy) {
+        busy.subtract(1, ordering: .relaxed)
         pool.withLock { $0.append(easy) }
     }
 }

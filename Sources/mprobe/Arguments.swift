@@ -5,6 +5,8 @@ import Foundation
 struct Arguments {
     private(set) var positionals: [String] = []
     private var values: [String: String] = [:]
+    /// Every value of each option, in order (`--allow-host a --allow-host b`).
+    private var repeated: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     /// - `valueOptions`: names (without dashes) that take a value; `flagOptions`: booleans;
@@ -32,13 +34,16 @@ struct Arguments {
             if name == "j" { name = "jobs" }
             if name == "v" { name = "verbose" }
             if valueOptions.contains(name) {
+                let value: String
                 if let inlineValue {
-                    values[name] = inlineValue
+                    value = inlineValue
                 } else {
                     guard i < args.count else { throw UsageError("option --\(name) needs a value") }
-                    values[name] = args[i]
+                    value = args[i]
                     i += 1
                 }
+                values[name] = value
+                repeated[name, default: []].append(value)
             } else if let pattern = optionalValues[name] {
                 flags.insert(name)
                 if let inlineValue {
@@ -57,7 +62,10 @@ struct Arguments {
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// The last value given for `name`.
     func value(_ name: String) -> String? { values[name] }
+    /// Every value given for `name`, for options that may be repeated.
+    func allValues(_ name: String) -> [String] { repeated[name] ?? [] }
 
     /// A whole number, if given; its range is checked by whoever uses it.
     func integer(_ name: String) throws -> Int? {

@@ -3,7 +3,7 @@ import Foundation
 /// The mprobe CLI: a thin layer over the libraries that parses arguments, prints, and maps
 /// errors to exit codes.
 enum CLI {
-    static let commands: [any Command.Type] = [ProbeCommand.self, PrefetchCommand.self, CheckCommand.self, ThumbsCommand.self, CatCommand.self, CacheCommand.self]
+    static let commands: [any Command.Type] = [ProbeCommand.self, PrefetchCommand.self, CheckCommand.self, ThumbsCommand.self, CatCommand.self, CacheCommand.self, ServeCommand.self]
 
 static func mainHelp() -> String {
     let list = commands.map { "  \($0.name.padding(toLength: 10, withPad: " ", startingAt: 0))\($0.summary)" }

@@ -1,0 +1,139 @@
+import ByteCache
+import Foundation
+import MediaKit
+import MediaSource
+import RangeFetch
+import Reports
+import URLSupport
+
+/// The JSON endpoints: probe, jobs and cache.
+extension Service {
+    // MARK: Probe
+
+    /// `GET /v1/probe?url=URL`: the object `mprobe probe --json` prints.
+    func probe(_ request: HTTPRequest) throws -> HTTPResponse {
+        let url = try originURL(request)
+        let result = try Prober().probe(url, session: session.job(cancellation: Cancellation()))
+        return json(ProbeReport.json(result))
+    }
+
+    // MARK: Cache
+
+    /// `GET /v1/cache/ranges?url=`: the object `mprobe cache ranges --json` prints.
+    func cacheRanges(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
+        let resource = try cache.resource(for: url)
+        // Buffered times need the cached header; without it they are unknown (null), not an error.
+        let tracks = resource == nil ? nil
+            : try? BufferedRanges.compute(url, session: MediaSession(cache: cache, offline: true))
+        return json(CacheReport.ranges(url: URLText.redacted(url), resource: resource, tracks: tracks))
+    }
+
+    /// `DELETE /v1/cache?url=`.
+    func removeFromCache(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
+        let removed = try cache.remove(url: url)
+        return json(.object([("url", .string(URLText.redacted(url))), ("removed", .bool(removed))]))
+    }
+
+    // MARK: Jobs
+
+    /// `POST /v1/jobs`: 202 with the queued job.
+    func submitJob(_ request: HTTPRequest) throws -> HTTPResponse {
+        let spec = try JobSpec(body: request.body, limits: config.limits)
+        for url in spec.urls { try checkOrigin(url) }
+        guard try store.count(state: .queued) < config.limits.maxQueuedJobs else {
+            throw APIError.unavailable("\(config.limits.maxQueuedJobs) jobs are waiting already; try again later")
+        }
+        var progress = JobProgress()
+        progress.items = spec.urls.count
+        let job = JobRecord(id: UUID().uuidString.lowercased(), type: spec.type, spec: String(decoding: request.body, as: UTF8.self),
+                            state: .queued, progress: progress, result: nil, errorCode: nil, errorMessage: nil,
+                            created: Date(), started: nil, finished: nil)
+        try store.insert(job)
+        runner.jobQueued()
+        var response = json(job.json, status: 202)
+        response.headers.append(("Location", "/v1/jobs/\(job.id)"))
+        return response
+    }
+
+    /// `GET /v1/jobs?state=&limit=`: newest first.
+    func listJobs(_ request: HTTPRequest) throws -> HTTPResponse {
+        var state: JobState?
+        if let text = request.query["state"] {
+            guard let parsed = JobState(rawValue: text) else {
+                throw APIError.badRequest("state must be one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            state = parsed
+        }
+        var limit = 100
+        if let text = request.query["limit"] {
+            guard let n = Int(text), (1...1000).contains(n) else { throw APIError.badRequest("limit must be 1...1000") }
+            limit = n
+        }
+        return json(.object([("jobs", .array(try store.jobs(state: state, limit: limit).map(\.json)))]))
+    }
+
+    func showJob(_ id: String) throws -> HTTPResponse {
+        guard let job = try store.job(id: id) else { throw APIError.notFound("no job \(id)") }
+        return json(job.json)
+    }
+
+    /// `DELETE /v1/jobs/{id}`: a queued job is cancelled at once, a running one as soon as it
+    /// notices; a finished one is left as it is (409).
+    func cancelJob(_ id: String) throws -> HTTPResponse {
+        guard let job = try store.job(id: id) else { throw APIError.notFound("no job \(id)") }
+        if job.state == .queued, try store.cancelQueued(id: id) {
+            return try showJob(id)
+        }
+        if job.state == .running || job.state == .queued {
+            _ = runner.cancelRunning(id: id)
+            // The worker records the end; answer with what is known now.
+            let deadline = Date().addingTimeInterval(2)
+            while Date() < deadline, let now = try store.job(id: id), !now.state.isFinal { Thread.sleep(forTimeInterval: 0.02) }
+            return try showJob(id)
+        }
+        throw APIError(status: 409, code: "finished", message: "job \(id) has already \(job.state.rawValue == "done" ? "finished" : job.state.rawValue)")
+    }
+
+    /// `GET /v1/jobs/{id}/files/{name}`: a thumbnail job's images, sprites, VTT and manifest.
+    /// `name` is `N/FILE` (the job's N-th URL). A VTT asked for with `?token=` gets that token
+    /// on its sprite references, so a player that cannot set headers can follow them.
+    func jobFile(id: String, name: [String], request: HTTPRequest) throws -> HTTPResponse {
+        let safe = name.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".") }
+        guard safe, name.count <= 2, try store.job(id: id) != nil, !id.contains(".") else {
+            throw APIError.notFound("no file \(name.joined(separator: "/")) in job \(id)")
+        }
+        let path = runner.filesDirectory + "/" + id + "/" + name.joined(separator: "/")
+        guard var bytes = FileManager.default.contents(atPath: path) else {
+            throw APIError.notFound("no file \(name.joined(separator: "/")) in job \(id)")
+        }
+        let file = name.last ?? ""
+        if file.hasSuffix(".vtt"), let token = request.query["token"] {
+            let text = String(decoding: bytes, as: UTF8.self)
+            bytes = Data(Service.withToken(vtt: text, token: token).utf8)
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", Service.mediaType(of: file)), ("Cache-Control", "no-cache")],
+                            body: .bytes(Array(bytes)))
+    }
+
+    /// Adds `?token=` to each cue's image reference (`sprite.jpg#xywh=...` → `sprite.jpg?token=T#xywh=...`).
+    static func withToken(vtt: String, token: String) -> String {
+        let encoded = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token
+        return vtt.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard let hash = line.firstIndex(of: "#"), line[..<hash].hasSuffix(".jpg") else { return String(line) }
+            return line[..<hash] + "?token=" + encoded + line[hash...]
+        }.joined(separator: "\n")
+    }
+
+    static func mediaType(of file: String) -> String {
+        switch (file as NSString).pathExtension.lowercased() {
+        case "jpg", "jpeg": return "image/jpeg"
+        case "png": return "image/png"
+        case "webp": return "image/webp"
+        case "vtt": return "text/vtt; charset=utf-8"
+        case "json": return "application/json"
+        default: return "application/octet-stream"
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import MediaKit
+import MediaSource
+import RangeFetch
+import Reports
+import Synchronization
+import URLSupport
+
+/// Runs queued jobs on a bounded pool of worker threads. Jobs share the service's session, so two
+/// jobs on one URL share its fetches through the cache, and origin connections stay warm.
+///
+/// A running job has its own cancellation: `DELETE /v1/jobs/{id}` cancels it (state `cancelled`);
+/// stopping the service cancels it too but puts it back in the queue, to run again after a restart.
+final class JobRunner: Sendable {
+    private let store: JobStore
+    private let session: MediaSession
+    private let guardian: OriginGuard
+    private let metrics: Metrics
+    /// Where thumbnail jobs write their files: `<filesDirectory>/<job id>/<n>/...`.
+    let filesDirectory: String
+
+    private struct State {
+        var running: [String: Cancellation] = [:]
+        var stopping = false
+        var workers = 0
+    }
+    private let state = Mutex(State())
+    /// Wakes idle workers when a job is queued or the runner stops.
+    private let wakeup = NSCondition()
+
+    init(store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String) {
+        self.store = store
+        self.session = session
+        self.guardian = guardian
+        self.metrics = metrics
+        self.filesDirectory = filesDirectory
+    }
+
+    /// Jobs an earlier run left running are queued again, then `count` workers start.
+    func start(workers count: Int) throws {
+        _ = try store.requeueRunning()
+        for n in 0..<max(1, count) {
+            state.withLock { $0.workers += 1 }
+            let thread = Thread { [self] in work() }
+            thread.name = "mprobe.job.\(n)"
+            thread.start()
+        }
+    }
+
+    /// Wakes a worker for a newly queued job.
+    func jobQueued() { wakeup.withLock { wakeup.broadcast() } }
+
+    /// Cancels a running job; returns false when it is not running here.
+    func cancelRunning(id: String) -> Bool {
+        guard let token = state.withLock({ $0.running[id] }) else { return false }
+        token.cancel()
+        return true
+    }
+
+    /// Stops taking jobs, cancels the running ones (they go back to the queue) and waits, at most
+    /// `grace` seconds, for the workers to leave.
+    func stop(grace: Double) {
+        let tokens = state.withLock { s -> [Cancellation] in
+            s.stopping = true
+            return Array(s.running.values)
+        }
+        tokens.forEach { $0.cancel() }
+        jobQueued()
+        let deadline = Date().addingTimeInterval(grace)
+        while state.withLock({ $0.workers }) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func work() {
+        defer { state.withLock { $0.workers -= 1 } }
+        while !stopping {
+            guard let job = (try? store.claimNext()) ?? nil else {
+                wakeup.withLock { _ = wakeup.wait(until: Date().addingTimeInterval(1)) }
+                continue
+            }
+            run(job)
+        }
+    }
+
+    private func run(_ job: JobRecord) {
+        let token = Cancellation()
+        state.withLock { $0.running[job.id] = token }
+        defer { state.withLock { _ = $0.running.removeValue(forKey: job.id) } }
+        let started = Date()
+        var outcome: (state: JobState, result: String?, code: String?, message: String?)
+        do {
+            let spec = try JobSpec(body: Array(job.spec.utf8), limits: ServiceLimits())
+            let progress = ProgressKeeper(id: job.id, store: store, items: spec.urls.count)
+            let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
+            progress.save()
+            if failures.count == spec.urls.count, let first = failures.first {
+                outcome = (.failed, result.text, first.code, first.message)
+            } else {
+                outcome = (.done, result.text, nil, nil)
+            }
+        } catch {
+            let failure = APIError(error)
+            outcome = (.failed, nil, failure.code, failure.message)
+        }
+        if token.isCancelled {
+            // Stopping puts the job back in the queue; a DELETE ends it.
+            outcome = stopping ? (.queued, nil, nil, nil) : (.cancelled, nil, "cancelled", "the job was cancelled")
+        }
+        if outcome.state.isFinal { metrics.countJob(seconds: Date().timeIntervalSince(started)) }
+        try? store.finish(id: job.id, state: outcome.state, result: outcome.result, errorCode: outcome.code,
+                          errorMessage: outcome.message)
+    }
+
+    /// Runs every URL of the job; returns the result object and the failures (one per failed URL).
+    private func execute(_ spec: JobSpec, job: JobRecord, token: Cancellation,
+                         progress: ProgressKeeper) throws -> (JSON, [APIError]) {
+        let jobSession = session.job(cancellation: token)
+        var items: [JSON] = []
+        var failures: [APIError] = []
+        for (i, url) in spec.urls.enumerated() {
+            if token.isCancelled { break }
+            do {
+                if let refusal = guardian.refusal(for: url) { throw APIError.forbidden(refusal) }
+                switch spec {
+                case .prefetch(_, let window):
+                    var prefetch = PrefetchJob()
+                    prefetch.prefetcher.connections = 4
+                    let result = try prefetch.run(url, session: jobSession, start: window.start, seconds: window.seconds,
+                                                  tracks: window.tracks) { fetched, total in
+                        progress.item(i, bytes: fetched, total: total)
+                    }
+                    items.append(.object([("url", .string(result.plan.input)), ("ok", .bool(true)),
+                                          ("prefetch", PrefetchReport.json(result, planOnly: false))]))
+                case .thumbnails(_, let options):
+                    var thumbnailer = Thumbnailer()
+                    thumbnailer.options = options
+                    let set = try thumbnailer.make(url, session: jobSession)
+                    let folder = "\(i + 1)"
+                    try ThumbnailReport.write(set, to: filesDirectory + "/" + job.id + "/" + folder)
+                    guard case .object(var members) = ThumbnailReport.manifest(set) else { break }
+                    members.insert(("ok", .bool(true)), at: 1)
+                    members.append(("files", .string("/v1/jobs/\(job.id)/files/\(folder)/")))
+                    items.append(.object(members))
+                }
+            } catch {
+                let failure = APIError(error)
+                failures.append(failure)
+                items.append(.object([("url", .string(URLText.redacted(url))), ("ok", .bool(false)),
+                                      ("error", APIError.json(code: failure.code, message: failure.message))]))
+            }
+            progress.itemDone(i)
+        }
+        return (.object([("items", .array(items))]), failures)
+    }
+}
+
+/// Keeps a job's progress and saves it to the store at most every half second.
+private final class ProgressKeeper: Sendable {
+    private struct State {
+        var progress = JobProgress()
+        /// Bytes fetched and needed per item.
+        var bytes: [Int: (Int64, Int64)] = [:]
+        var saved = Date.distantPast
+    }
+    private let state: Mutex<State>
+    private let id: String
+    private let store: JobStore
+
+    init(id: String, store: JobStore, items: Int) {
+        self.id = id
+        self.store = store
+        var initial = State()
+        initial.progress.items = items
+        state = Mutex(initial)
+    }
+
+    func item(_ i: Int, bytes: Int64, total: Int64) {
+        update { s in s.bytes[i] = (bytes, total) }
+    }
+
+    func itemDone(_ i: Int) {
+        update { s in s.progress.itemsDone = max(s.progress.itemsDone, i + 1) }
+        save()
+    }
+
+    func save() {
+        let progress = state.withLock { $0.progress }
+        try? store.saveProgress(id: id, progress)
+    }
+
+    private func update(_ change: (inout State) -> Void) {
+        let due = state.withLock { s -> JobProgress? in
+            change(&s)
+            s.progress.bytes = s.bytes.values.reduce(0) { $0 + $1.0 }
+            s.progress.totalBytes = s.bytes.values.reduce(0) { $0 + $1.1 }
+            guard Date().timeIntervalSince(s.saved) >= 0.5 else { return nil }
+            s.saved = Date()
+            return s.progress
+        }
+        if let due { try? store.saveProgress(id: id, due) }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import MediaSource
+import RangeFetch
+import Synchronization
+
+/// `GET|HEAD /v1/stream?url=URL`: a caching range proxy that answers like a good static file
+/// server. Cached bytes come from disk; gaps are fetched (shared with every other reader of the
+/// URL) and streamed to the player as they arrive. One response reads one version: if the
+/// origin changes or fails after bytes were sent, the response ends short — the player sees a
+/// short read and asks again — never with wrong bytes.
+extension Service {
+    func stream(_ request: HTTPRequest) throws -> HTTPResponse {
+        let url = try originURL(request)
+        guard streams.add(1, ordering: .relaxed).newValue <= config.limits.maxStreams else {
+            streams.subtract(1, ordering: .relaxed)
+            throw APIError.unavailable("\(config.limits.maxStreams) streams are open already; try again shortly")
+        }
+        var handedOver = false
+        defer { if !handedOver { streams.subtract(1, ordering: .relaxed) } }
+
+        let token = Cancellation()
+        guard let source = try session.open(url, cancellation: token) as? RemoteSource else {
+            throw APIError.forbidden("only http and https origins may be streamed")
+        }
+        // The first byte the player wants also tells the size (and pins the version).
+        let size = try sizeLearningAt(RangeHeader.firstByte(request.headers["range"]), source: source)
+        let validators = source.validators
+        var headers: [(String, String)] = [("Accept-Ranges", "bytes"),
+                                           ("Content-Type", source.contentType ?? "application/octet-stream")]
+        if let etag = validators.etag { headers.append(("ETag", etag)) }
+        if let lastModified = validators.lastModified { headers.append(("Last-Modified", lastModified)) }
+
+        var wanted = RangeHeader(request.headers["range"], size: size)
+        // If-Range that no longer matches asks for the whole (new) resource.
+        if let ifRange = request.headers["if-range"], ifRange != validators.etag, ifRange != validators.lastModified {
+            wanted = .whole
+        }
+        let status: Int, part: Range<Int64>
+        switch wanted {
+        case .unsatisfiable:
+            headers.append(("Content-Range", "bytes */\(size)"))
+            return HTTPResponse(status: 416, headers: headers, body: .bytes([]))
+        case .whole:
+            (status, part) = (200, 0..<size)
+        case .part(let range):
+            (status, part) = (206, range)
+            headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"))
+        }
+        // For HEAD libmicrohttpd sends the length of a body it does not read.
+        let body = ProxyStream(source: request.method == "HEAD" ? nil : source, range: part, token: token,
+                               onClose: { [self] in streamEnded($0) })
+        openStreams.withLock { $0[ObjectIdentifier(body)] = body }
+        handedOver = true
+        return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
+    }
+
+    /// The size, learnt by reading the byte at `offset` (0 when the request does not say): the
+    /// request's own first bytes are what the first fetch brings.
+    private func sizeLearningAt(_ offset: Int64?, source: RemoteSource) throws -> Int64 {
+        var byte: UInt8 = 0
+        _ = try withUnsafeMutableBytes(of: &byte) { try source.read(into: $0, at: offset ?? 0) }
+        if let size = try source.size() { return size }
+        throw APIError(status: 502, code: "origin_error", message: "\(source.input) did not say how long it is")
+    }
+
+    fileprivate func streamEnded(_ stream: ProxyStream) {
+        openStreams.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(stream)) }
+        streams.subtract(1, ordering: .relaxed)
+    }
+}
+
+/// The body of one proxied response: `range` of the source, read in order. The source's
+/// reader token is this response's: when the player goes away, fetches only it needed stop.
+final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
+    // `next` is touched only by the connection's thread (reads are in order).
+    private let source: RemoteSource?
+    private let range: Range<Int64>
+    private var next: Int64
+    private let token: Cancellation
+    private let closed = Atomic<Bool>(false)
+    private let onClose: @Sendable (ProxyStream) -> Void
+
+    /// `source` nil: a body that is never read (HEAD). `onClose` is told once, when the response ends.
+    init(source: RemoteSource?, range: Range<Int64>, token: Cancellation, onClose: @escaping @Sendable (ProxyStream) -> Void) {
+        self.source = source
+        self.range = range
+        next = range.lowerBound
+        self.token = token
+        self.onClose = onClose
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let source, next < range.upperBound else { return 0 }
+        if closed.load(ordering: .relaxed) { throw FetchError.cancelled(url: source.input) }
+        let want = Int(min(Int64(buffer.count), range.upperBound - next))
+        let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: next)
+        // The resource ended before the range the headers promised: end short, never pad.
+        guard n > 0 else { throw SourceError.inconsistentOrigin(input: source.input, detail: "ended at byte \(next)") }
+        next += Int64(n)
+        return n
+    }
+
+    func close() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        token.cancel()
+        onClose(self)
+    }
+}
+
+extension RangeHeader {
+    /// The first byte a `Range` header asks for when it says it without knowing the size.
+    static func firstByte(_ header: String?) -> Int64? {
+        guard let header, header.lowercased().hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-"), dash != spec.startIndex else { return nil }
+        return Int64(spec[..<dash].trimmingCharacters(in: .whitespaces))
+    }
+}
