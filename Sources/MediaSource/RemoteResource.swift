@@ -150,6 +150,7 @@ final class RemoteResource: @unchecked Sendable {
                                                    throw StaleTransfer()
                                                }
                                                stored += Int64(bytes.count)
+                                               fetch.arrived(bytes.count)
                                                deliveredEnd = max(deliveredEnd, piece.upperBound)
                                            })
             try store.commit()

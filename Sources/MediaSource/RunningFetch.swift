@@ -34,13 +34,30 @@ final class RunningFetch: Sendable {
     /// Left when the fetch's thread holds nothing of its resource any more.
     private let thread = DispatchGroup()
 
+    /// Bytes of the range that have arrived.
+    private final class Received: Sendable {
+        let count = Atomic<Int64>(0)
+    }
+    private let received: Received
+    /// A fetch with less than this left goes on when its readers leave: on a fast link those bytes
+    /// are already in socket buffers, and stopping would only throw them away.
+    static let worthStopping: Int64 = 512 << 10
+
     init(range: Range<Int64>, for token: Cancellation) {
         self.range = range
         let interest = Interest(token)
         self.interest = interest
-        cancellation = Cancellation(when: { interest.allGone })
+        let received = Received()
+        self.received = received
+        let length = Int64(range.count)
+        cancellation = Cancellation(when: {
+            interest.allGone && length - received.count.load(ordering: .relaxed) > RunningFetch.worthStopping
+        })
         thread.enter()
     }
+
+    /// Counts bytes of the range that arrived (for the decision to stop when readers leave).
+    func arrived(_ count: Int) { received.count.add(Int64(count), ordering: .relaxed) }
 
     /// Called last by the fetch's thread, after it dropped its reference to the resource.
     func threadExited() { thread.leave() }

@@ -28,7 +28,8 @@ public enum HTTPClient {
         let work = try TempDirectory(prefix: "mprobe-http")
         let headerFile = work.file("headers"), bodyFile = work.file("body")
         var args = ["-s", "-S", "-g", "-X", method, "-D", headerFile, "-o", bodyFile, "--max-time", String(Int(timeout))]
-        if method == "HEAD" { args = ["-s", "-S", "-g", "-I", "-D", headerFile, "-o", bodyFile, "--max-time", String(Int(timeout))] }
+        // curl -I prints the headers as the "body"; a HEAD answer has none (curl would complain of one).
+        if method == "HEAD" { args = ["-s", "-S", "-g", "-I", "-D", headerFile, "-o", "/dev/null", "--max-time", String(Int(timeout))] }
         for (name, value) in headers { args += ["-H", "\(name): \(value)"] }
         if let body {
             let input = work.file("input")

@@ -1,0 +1,121 @@
+import Foundation
+import Service
+import TestSupport
+import XCTest
+
+/// `/v1/stream`: a caching range proxy that answers like a static file server, streams gaps as
+/// they arrive, shares fetches between players, and never sends a byte of the wrong version.
+final class RangeProxyTests: XCTestCase {
+    func testRangesAreByteForByteTheOrigin() throws {
+        let dir = try TempDirectory()
+        let data = randomBytes(3_000_000, seed: 61)
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
+        let nginx = try NginxServer(root: dir.file("www"))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        let direct = try HTTPClient.request("HEAD", nginx.url("/f.mp4"))
+        let cases: [(String?, Int, Range<Int>)] = [
+            ("bytes=100-199", 206, 100..<200), ("bytes=2999990-", 206, 2_999_990..<3_000_000),
+            ("bytes=-500", 206, 2_999_500..<3_000_000), ("bytes=1000000-1999999", 206, 1_000_000..<2_000_000),
+            ("bytes=2999999-9999999", 206, 2_999_999..<3_000_000), (nil, 200, 0..<3_000_000),
+            ("bytes=0-0", 206, 0..<1), ("bytes=5-3", 200, 0..<3_000_000), ("bytes=0-1,5-6", 200, 0..<3_000_000),
+        ]
+        for (range, status, expected) in cases {
+            let reply = try HTTPClient.request("GET", url, headers: range.map { ["Range": $0] } ?? [:])
+            XCTAssertEqual(reply.status, status, range ?? "whole")
+            XCTAssertTrue(reply.body == Array(data[expected]), "\(range ?? "whole"): \(reply.body.count) bytes")
+            XCTAssertEqual(reply.headers["content-length"], "\(expected.count)")
+            XCTAssertEqual(reply.headers["accept-ranges"], "bytes")
+            if status == 206 {
+                XCTAssertEqual(reply.headers["content-range"], "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/3000000")
+            }
+            XCTAssertEqual(reply.headers["etag"], direct.headers["etag"], "the origin's ETag")
+            XCTAssertEqual(reply.headers["last-modified"], direct.headers["last-modified"])
+            XCTAssertEqual(reply.headers["content-type"], "video/mp4", "the origin's Content-Type")
+        }
+        let past = try HTTPClient.request("GET", url, headers: ["Range": "bytes=3000000-"])
+        XCTAssertEqual(past.status, 416)
+        XCTAssertEqual(past.headers["content-range"], "bytes */3000000")
+        let head = try HTTPClient.request("HEAD", url, headers: ["Range": "bytes=10-19"])
+        XCTAssertEqual(head.status, 206)
+        XCTAssertEqual(head.headers["content-length"], "10")
+        XCTAssertTrue(head.body.isEmpty)
+        let stale = try HTTPClient.request("GET", url, headers: ["Range": "bytes=10-19", "If-Range": "\"other\""])
+        XCTAssertEqual(stale.status, 200, "an If-Range that does not match gets the whole resource")
+        // Everything above was fetched once: the origin sent each byte at most once.
+        let log = try nginx.accessLog()
+        let sent = log.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThanOrEqual(sent, Int64(data.count), "cached bytes are served from disk: \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
+    }
+
+    func testBytesStreamAsTheyArriveAndPlayersShareFetches() throws {
+        let data = randomBytes(4_000_000, seed: 62)
+        let origin = try FaultServer()
+        // The first request sends 100 KB, then pauses 3 s: players must get those 100 KB at once,
+        // not when the window is complete.
+        origin.route("/v.mp4", .sequence([.stall(afterBytes: 100_000, seconds: 3, then: .serve(body: data)), .serve(body: data)]))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let target = "/v1/stream?url=" + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let started = Date()
+        let players = try (0..<5).map { _ in try RawHTTPConnection(port: service.service.port) }
+        for player in players { player.get(target, headers: ["Range": "bytes=0-"]) }
+        let firsts = players.map { $0.read(atLeast: 50_000, timeout: 10) }
+        XCTAssertTrue(firsts.allSatisfy { $0.count >= 50_000 })
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5, "the first bytes reached every player while the origin paused")
+        for (player, first) in zip(players, firsts) {
+            let headerLength = (first.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0)
+            let all = first + player.read(atLeast: headerLength + 4_000_000 - first.count, timeout: 60)
+            XCTAssertTrue(Array(all.dropFirst(headerLength)) == data, "every player got the whole file")
+        }
+        // Five players, one fetch per byte: the ranges asked of the origin do not overlap.
+        let asked = origin.requests.compactMap(\.range).compactMap { header -> Range<Int64>? in
+            let bounds = header.dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
+            return bounds.count == 2 ? bounds[0]..<bounds[1] + 1 : nil
+        }
+        XCTAssertLessThanOrEqual(asked.reduce(0) { $0 + Int64($1.count) }, 4_000_000, "\(asked)")
+    }
+
+    func testAPlayerThatHangsUpStopsTheFetchOnlyItNeeded() throws {
+        let data = randomBytes(20_000_000, seed: 63)
+        let origin = try FaultServer()
+        origin.route("/v.mp4", .drip(bytesPerSecond: 2_000_000, then: .serve(body: data)))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let target = "/v1/stream?url=" + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        do {
+            let player = try RawHTTPConnection(port: service.service.port)
+            player.get(target, headers: ["Range": "bytes=0-"])
+            XCTAssertGreaterThan(player.read(atLeast: 100_000, timeout: 10).count, 0)
+        } // the player hangs up here
+        Thread.sleep(forTimeInterval: 3)
+        let stats = try service.get("/v1/cache").json()
+        let fetched = (try service.get("/metrics").text).split(separator: "\n")
+            .first { $0.hasPrefix("mprobe_origin_bytes_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+        XCTAssertLessThan(fetched, 10_000_000, "the origin transfer stopped when the player left (\(stats))")
+        let before = fetched
+        Thread.sleep(forTimeInterval: 1)
+        let after = (try service.get("/metrics").text).split(separator: "\n")
+            .first { $0.hasPrefix("mprobe_origin_bytes_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+        XCTAssertEqual(after, before, "and nothing is fetched any more")
+    }
+
+    func testAnOriginThatFailsOrChangesMidStreamEndsTheResponseShort() throws {
+        let v1 = randomBytes(3_000_000, seed: 64), v2 = randomBytes(3_000_000, seed: 65)
+        let origin = try FaultServer()
+        // The first window comes, then the origin fails for good: the response cannot be completed.
+        origin.route("/cut.mp4", .sequence([.serve(body: v1), .status(500)]))
+        // The first window is v1, every later request v2: a reader of v1 must not get v2's bytes.
+        origin.route("/swap.mp4", .sequence([.serve(body: v1, etag: "\"a\""), .serve(body: v2, etag: "\"b\"")]))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        for path in ["/cut.mp4", "/swap.mp4"] {
+            let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url(path)))
+            XCTAssertEqual(reply.headers["content-length"], "3000000", path)
+            XCTAssertLessThan(reply.body.count, 3_000_000, "\(path): the response ends short")
+            XCTAssertTrue(reply.body == Array(v1[0..<reply.body.count]), "\(path): what was sent is v1's bytes, nothing else")
+        }
+    }
+}
