@@ -1,0 +1,111 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `mprobe serve` as a user runs it: the built binary, nginx as the origin, and real players
+/// (ffprobe, ffmpeg) reading through the proxy.
+final class ServeCommandTests: CLITestCase {
+    /// A running `mprobe serve`; stopped with SIGTERM.
+    final class Server {
+        let process = Process()
+        let log: String
+        private(set) var port = 0
+
+        init(_ args: [String], log: String) throws {
+            self.log = log
+            FileManager.default.createFile(atPath: log, contents: nil)
+            process.executableURL = URL(fileURLWithPath: try mprobeBinary())
+            process.arguments = ["serve", "--listen", "127.0.0.1:0"] + args
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle(forWritingAtPath: log)
+            try process.run()
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, process.isRunning {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if let range = text.range(of: #"serving on http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression) {
+                    port = Int(text[range].split(separator: ":").last?.dropLast() ?? "") ?? 0
+                    return
+                }
+                usleep(20_000)
+            }
+            throw TestSupportError.serverFailedToStart("mprobe serve: " + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+        }
+
+        var base: String { "http://127.0.0.1:\(port)" }
+
+        func stream(_ origin: String, token: String? = nil) -> String {
+            base + "/v1/stream?url=" + (origin.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? origin)
+                + (token.map { "&token=" + $0 } ?? "")
+        }
+
+        /// SIGTERM, then the exit status.
+        @discardableResult
+        func stop() -> Int32 {
+            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    }
+
+    func waitForJob(_ server: Server, _ id: String, headers: [String: String] = [:], timeout: Double = 60) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let job = try HTTPClient.request("GET", server.base + "/v1/jobs/\(id)", headers: headers).json()
+            if ["done", "failed", "cancelled"].contains(job["state"] as? String ?? "") { return job }
+            usleep(50_000)
+        }
+        throw TestSupportError.timedOut(command: "job \(id)", seconds: timeout, stderr: "")
+    }
+
+    /// The end-to-end promise: prefetch through the service, stop the origin, play through the proxy.
+    func testAPrefetchedWindowPlaysThroughTheProxyWithTheOriginGone() throws {
+        let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
+        let origin = nginx.url("/moov-at-end.mp4")
+        let server = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(nginx.port)", "--token", "t0k"],
+                                log: dir.file("serve.log"))
+        defer { server.stop() }
+        let auth = ["Authorization": "Bearer t0k"]
+        let submitted = try HTTPClient.request("POST", server.base + "/v1/jobs", headers: auth,
+                                               body: Array(#"{"type": "prefetch", "url": "\#(origin)", "start": 0, "seconds": 10}"#.utf8))
+        XCTAssertEqual(submitted.status, 202, submitted.text)
+        let id = try XCTUnwrap(try submitted.json()["id"] as? String)
+        XCTAssertEqual(try waitForJob(server, id, headers: auth)["state"] as? String, "done")
+        nginx.stop()
+
+        let stream = server.stream(origin, token: "t0k")
+        let probe = try runProcess("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", stream])
+        XCTAssertEqual(probe.status, 0, probe.stderr)
+        XCTAssertEqual(Double(probe.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 4.0, accuracy: 0.01)
+        let play = try runProcess("ffmpeg", ["-v", "error", "-i", stream, "-t", "10", "-f", "null", "-"])
+        XCTAssertEqual(play.status, 0, play.stderr)
+        XCTAssertTrue(play.stderr.isEmpty, play.stderr)
+        XCTAssertEqual(try HTTPClient.request("GET", server.stream(origin)).status, 401, "players need the token")
+        XCTAssertEqual(server.stop(), 0, "SIGTERM stops it cleanly")
+        let log = try String(contentsOfFile: server.log, encoding: .utf8)
+        XCTAssertTrue(log.contains("GET /v1/stream?url="), log)
+        XCTAssertFalse(log.contains("t0k"), "the token is never logged: \(log)")
+    }
+
+    func testARestartResumesAnInterruptedJob() throws {
+        let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("moov-at-end.mp4"))))
+        let origin = try FaultServer()
+        // The first request hangs: the job is still running when the service is stopped.
+        origin.route("/v.mp4", .sequence([.stall(afterBytes: 0, seconds: 30, then: .serve(body: media)), .serve(body: media)]))
+        let first = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(origin.port)"], log: dir.file("first.log"))
+        let submitted = try HTTPClient.request("POST", first.base + "/v1/jobs",
+                                               body: Array(#"{"type": "prefetch", "url": "\#(origin.url("/v.mp4"))"}"#.utf8))
+        let id = try XCTUnwrap(try submitted.json()["id"] as? String)
+        let deadline = Date().addingTimeInterval(10)
+        while try HTTPClient.request("GET", first.base + "/v1/jobs/\(id)").json()["state"] as? String != "running", Date() < deadline {
+            usleep(20_000)
+        }
+        XCTAssertEqual(first.stop(), 0)
+        let second = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(origin.port)"], log: dir.file("second.log"))
+        defer { second.stop() }
+        let job = try waitForJob(second, id)
+        XCTAssertEqual(job["state"] as? String, "done", "\(job)")
+        XCTAssertEqual((job["progress"] as? [String: Any])?["items_done"] as? Int, 1)
+    }
+}
