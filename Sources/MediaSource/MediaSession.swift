@@ -94,10 +94,7 @@ public final class MediaSession: Sendable {
             let resource = try remotes.resource(for: url) {
                 try RemoteResource(url: url, fetcher: fetcher, cache: cache)
             }
-            // The reader's own token: cancelled with its parent, or when the reader goes away.
-            let parent = token ?? cancellation
-            return RemoteSource(resource: resource, offline: offline, readahead: readahead,
-                                token: Cancellation(when: { parent.isCancelled }))
+            return RemoteSource(resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
         }
     }
 }

@@ -48,7 +48,7 @@ final class RemoteResource: @unchecked Sendable {
     // MARK: Fetching
 
     /// The running fetch that covers `offset`, joined by `token`, if there is one.
-    func runningFetch(covering offset: Int64, token: Cancellation) -> RunningFetch? {
+    func runningFetch(covering offset: Int64, token: ReaderToken) -> RunningFetch? {
         condition.withLock {
             let existing = running.first { $0.range.contains(offset) }
             existing?.join(token)
@@ -59,7 +59,7 @@ final class RemoteResource: @unchecked Sendable {
     /// A fetch covering `offset`: a running one (joined), or a new one for `offset..<end`, trimmed
     /// to stop where another running fetch starts. `ifRange` guards a new request with the
     /// version its reader has seen; `tally` is told what the new request costs.
-    func fetch(covering offset: Int64, to end: Int64, ifRange: String?, token: Cancellation,
+    func fetch(covering offset: Int64, to end: Int64, ifRange: String?, token: ReaderToken,
                tally: ReaderTally) -> RunningFetch {
         condition.lock()
         defer { condition.unlock() }
@@ -89,7 +89,7 @@ final class RemoteResource: @unchecked Sendable {
 
     /// Waits until `offset` is stored (true), the fetch ends without it (true: look again),
     /// the resource ends before it (false), or the fetch fails (throws). `token` cancels the wait.
-    func wait(for offset: Int64?, on fetch: RunningFetch, token: Cancellation) throws -> Bool {
+    func wait(for offset: Int64?, on fetch: RunningFetch, token: ReaderToken) throws -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -100,7 +100,7 @@ final class RemoteResource: @unchecked Sendable {
             case .failed(let error)?: throw error
             case nil: break
             }
-            if token.isCancelled { throw FetchError.cancelled(url: shown) }
+            if token.interrupted { throw FetchError.cancelled(url: shown) }
             _ = condition.wait(until: Date().addingTimeInterval(0.2))
         }
     }

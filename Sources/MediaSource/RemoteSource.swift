@@ -18,8 +18,8 @@ public final class RemoteSource: MediaSource {
     public let input: String
     private let resource: RemoteResource
     private let offline: Bool
-    /// Cancels this reader's waits, and the fetches that only it needs.
-    private let token: Cancellation
+    /// This reader's stake in fetches: interrupted with its job, gone when the reader is.
+    private let token: ReaderToken
     private let tally = ReaderTally()
     /// Fetches this reader started or joined that may still be running.
     private let involved = Mutex<[RunningFetch]>([])
@@ -34,20 +34,21 @@ public final class RemoteSource: MediaSource {
     }
     private let state: Mutex<State>
 
-    init(resource: RemoteResource, offline: Bool, readahead: ReadaheadPolicy, token: Cancellation) {
+    init(resource: RemoteResource, offline: Bool, readahead: ReadaheadPolicy, cancellation: Cancellation) {
         self.resource = resource
         input = resource.shown
         self.offline = offline
-        self.token = token
+        token = ReaderToken(parent: cancellation)
         state = Mutex(State(readahead: ReadaheadState(policy: readahead)))
     }
 
-    /// A finished reader stops the fetches that only it needed (readahead nobody will read), and
-    /// waits for them to end: what they stored is committed, and the resource is released with
-    /// its last reader (an entry that never heard from the origin leaves no row behind).
+    /// A finished reader stops the fetches that only it needed (readahead nobody will read; one
+    /// that is nearly done goes on), and waits for them to end: what they stored is committed, and
+    /// the resource is released with its last reader (an entry that never heard from the origin
+    /// leaves no row behind).
     deinit {
-        token.cancel()
-        for fetch in involved.withLock({ $0 }) where fetch.cancellation.isCancelled || fetch.outcome != nil {
+        token.leave()
+        for fetch in involved.withLock({ $0 }) where fetch.isAbandoned || fetch.outcome != nil {
             fetch.waitForThread()
         }
     }

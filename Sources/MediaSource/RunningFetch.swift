@@ -7,8 +7,8 @@ import Synchronization
 /// stored as they arrive, so readers waiting on it get them at once, not when the range is done.
 ///
 /// It runs while anyone who needs it is still there: each reader that starts or joins it adds
-/// its cancellation token, and the transfer stops when every token is cancelled (a player that
-/// closed its connection stops the readahead only it needed).
+/// its token, and the transfer stops when every reader has gone (a player that closed its
+/// connection stops the readahead only it needed).
 final class RunningFetch: Sendable {
     enum Outcome: Sendable {
         /// The transfer ended; its bytes are stored (or were refused because the content changed).
@@ -18,11 +18,12 @@ final class RunningFetch: Sendable {
         case failed(Error)
     }
 
-    /// The tokens of the readers that need this fetch.
+    /// The readers that need this fetch.
     private final class Interest: Sendable {
-        let tokens: Mutex<[Cancellation]>
-        init(_ token: Cancellation) { tokens = Mutex([token]) }
-        var allGone: Bool { tokens.withLock { $0.allSatisfy(\.isCancelled) } }
+        let tokens: Mutex<[ReaderToken]>
+        init(_ token: ReaderToken) { tokens = Mutex([token]) }
+        var allGone: Bool { tokens.withLock { $0.allSatisfy(\.gone) } }
+        var anyInterrupted: Bool { tokens.withLock { $0.contains(where: \.interrupted) } }
     }
 
     let range: Range<Int64>
@@ -37,27 +38,39 @@ final class RunningFetch: Sendable {
     /// Bytes of the range that have arrived.
     private final class Received: Sendable {
         let count = Atomic<Int64>(0)
+        /// When the last byte arrived (uptime, milliseconds).
+        let lastArrival = Atomic<Int64>(Received.now)
+        static var now: Int64 { Int64(ProcessInfo.processInfo.systemUptime * 1000) }
+        /// Bytes are flowing: some arrived within the last second.
+        var flowing: Bool { Received.now - lastArrival.load(ordering: .relaxed) < 1000 }
     }
     private let received: Received
     /// A fetch with less than this left goes on when its readers leave: on a fast link those bytes
     /// are already in socket buffers, and stopping would only throw them away.
     static let worthStopping: Int64 = 512 << 10
 
-    init(range: Range<Int64>, for token: Cancellation) {
+    init(range: Range<Int64>, for token: ReaderToken) {
         self.range = range
         let interest = Interest(token)
         self.interest = interest
         let received = Received()
         self.received = received
         let length = Int64(range.count)
+        // Stopped when everyone who needed it has gone, unless little is left and it is flowing;
+        // at once when a reader's job was cancelled (the user wants it to stop).
         cancellation = Cancellation(when: {
-            interest.allGone && length - received.count.load(ordering: .relaxed) > RunningFetch.worthStopping
+            guard interest.allGone else { return false }
+            let nearlyDone = length - received.count.load(ordering: .relaxed) <= RunningFetch.worthStopping && received.flowing
+            return !nearlyDone || interest.anyInterrupted
         })
         thread.enter()
     }
 
     /// Counts bytes of the range that arrived (for the decision to stop when readers leave).
-    func arrived(_ count: Int) { received.count.add(Int64(count), ordering: .relaxed) }
+    func arrived(_ count: Int) {
+        received.count.add(Int64(count), ordering: .relaxed)
+        received.lastArrival.store(Received.now, ordering: .relaxed)
+    }
 
     /// Called last by the fetch's thread, after it dropped its reference to the resource.
     func threadExited() { thread.leave() }
@@ -69,14 +82,17 @@ final class RunningFetch: Sendable {
     var threadHasExited: Bool { thread.wait(timeout: .now()) == .success }
 
     /// Another reader needs these bytes too: the fetch goes on while it is there.
-    func join(_ token: Cancellation) {
+    func join(_ token: ReaderToken) {
         interest.tokens.withLock { tokens in
             if !tokens.contains(where: { $0 === token }) { tokens.append(token) }
         }
     }
 
+    /// Every reader that needed this fetch has gone (it may still finish: see `worthStopping`).
+    var isAbandoned: Bool { interest.allGone }
+
     /// True when `token` is one of the readers this fetch is for.
-    func serves(_ token: Cancellation) -> Bool {
+    func serves(_ token: ReaderToken) -> Bool {
         interest.tokens.withLock { $0.contains { $0 === token } }
     }
 
@@ -136,4 +152,20 @@ final class ReaderTally: Sendable {
             return local
         }
     }
+}
+
+/// A reader's stake in the fetches it waits on. `interrupted` when the job or response that owns
+/// the reader was cancelled: its fetches stop at once. `gone` also when the reader finished: the
+/// fetches only it needed stop unless they are nearly done.
+final class ReaderToken: Sendable {
+    private let parent: Cancellation
+    private let left = Atomic<Bool>(false)
+
+    init(parent: Cancellation) { self.parent = parent }
+
+    var interrupted: Bool { parent.isCancelled }
+    var gone: Bool { left.load(ordering: .relaxed) || parent.isCancelled }
+
+    /// The reader has finished.
+    func leave() { left.store(true, ordering: .relaxed) }
 }
