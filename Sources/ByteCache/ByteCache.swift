@@ -29,7 +29,9 @@ public final class ByteCache: Sendable {
     let distrusted: Set<Int64>
     /// Held shared while the cache is open; see `DirectoryLock`.
     private let directoryLock: DirectoryLock?
-    private let counters = Mutex(ReadCounters())
+    /// Read counters not yet added to the index: atomics, because every read of every reader
+    /// counts here (a lock would be the hottest one of a busy service).
+    private let counters = AtomicReadCounters()
     private let noted: Mutex<[String]>
 
     public init(directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
@@ -204,27 +206,41 @@ public final class ByteCache: Sendable {
 
     /// Counts one read: a hit if served wholly from the cache, else a miss.
     public func recordRead(fromCache: Int64, fetched: Int64) {
-        counters.withLock {
-            $0.add(ReadCounters(hits: fetched == 0 ? 1 : 0, misses: fetched == 0 ? 0 : 1,
-                                bytesFromCache: fromCache, bytesFetched: fetched))
-        }
+        counters.add(ReadCounters(hits: fetched == 0 ? 1 : 0, misses: fetched == 0 ? 0 : 1,
+                                  bytesFromCache: fromCache, bytesFetched: fetched))
     }
 
     /// Adds the in-memory counters to the index. Called when entries close and before `stats()`.
     /// Statistics are not worth failing for: a read-only index or a full disk keeps them in memory.
     public func flushCounters() throws {
         guard readOnly == nil else { return }
-        let pending = counters.withLock { c -> ReadCounters in
-            let p = c
-            c = ReadCounters()
-            return p
-        }
+        let pending = counters.take()
         guard !pending.isEmpty else { return }
         do {
             try index.withLock { try ByteCache.addCounters(db: $0, pending) }
         } catch let error as SQLiteError where error.isStorageFailure {
-            counters.withLock { $0.add(pending) }
+            counters.add(pending)
         }
+    }
+}
+
+/// `ByteCache.ReadCounters` kept in atomics.
+final class AtomicReadCounters: Sendable {
+    private let hits = Atomic<Int64>(0), misses = Atomic<Int64>(0)
+    private let bytesFromCache = Atomic<Int64>(0), bytesFetched = Atomic<Int64>(0)
+
+    func add(_ c: ByteCache.ReadCounters) {
+        hits.add(c.hits, ordering: .relaxed)
+        misses.add(c.misses, ordering: .relaxed)
+        bytesFromCache.add(c.bytesFromCache, ordering: .relaxed)
+        bytesFetched.add(c.bytesFetched, ordering: .relaxed)
+    }
+
+    /// What was counted, leaving zero.
+    func take() -> ByteCache.ReadCounters {
+        ByteCache.ReadCounters(hits: hits.exchange(0, ordering: .relaxed), misses: misses.exchange(0, ordering: .relaxed),
+                               bytesFromCache: bytesFromCache.exchange(0, ordering: .relaxed),
+                               bytesFetched: bytesFetched.exchange(0, ordering: .relaxed))
     }
 }
 

@@ -39,13 +39,13 @@ public final class CacheEntry: RangeStore {
                   committed: ByteRangeSet(), refusal: refusal)
         }
     }
-    private let state: Mutex<State>
+    private let state: BlockingLock<State>
 
     init(cache: ByteCache, key: String, url: String) throws {
         self.cache = cache
         self.key = key
         self.url = url
-        state = Mutex(try CacheEntry.attach(cache: cache, key: key, url: url))
+        state = BlockingLock(try CacheEntry.attach(cache: cache, key: key, url: url))
     }
 
     deinit {
@@ -262,15 +262,20 @@ public final class CacheEntry: RangeStore {
         }
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
-        let (file, length) = state.withLock { s -> (DataFile?, Int64) in
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead {
+        // One look under the lock: the file, how much of it is present, and whose bytes they are.
+        // The file object is one generation's; if the entry moves on meanwhile, the bytes read
+        // from it are still of the generation taken here.
+        let (file, length, generation, validators) = state.withLock { s in
             (s.file, max(s.committed.coveredLength(from: offset), s.committing.coveredLength(from: offset),
-                         s.pending.coveredLength(from: offset)))
+                         s.pending.coveredLength(from: offset)), s.generation, s.validators)
         }
         let n = Int(min(Int64(buffer.count), length))
-        guard n > 0, let file else { return 0 }
-        try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]), at: offset)
-        return n
+        if n > 0, let file {
+            try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]), at: offset)
+            return StoredRead(count: n, generation: generation, validators: validators)
+        }
+        return StoredRead(count: 0, generation: generation, validators: validators)
     }
 
     public func recordRead(fromCache: Int64, fetched: Int64) {

@@ -74,7 +74,7 @@ public final class MemoryRangeStore: RangeStore {
 
     public func commit() throws {}
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead {
         state.withLock { s in
             var copied = 0
             // Blocks may overlap; walk forward from `offset` taking the newest block covering each position.
@@ -88,7 +88,7 @@ public final class MemoryRangeStore: RangeStore {
                 }
                 copied += n
             }
-            return copied
+            return StoredRead(count: copied, generation: StoreGeneration(row: 0, number: s.generation), validators: s.validators)
         }
     }
 

@@ -22,8 +22,9 @@ public protocol RangeStore: AnyObject, Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool
     /// Makes written bytes durable and records their ranges.
     func commit() throws
-    /// Copies available bytes starting at `offset`; returns how many (0 if `offset` is not available).
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
+    /// Copies available bytes starting at `offset`: how many (0 if `offset` is not available),
+    /// and the generation and validators they belong to, taken together with the bytes.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead
     /// Counts one read for the hit/miss statistics.
     func recordRead(fromCache: Int64, fetched: Int64)
     /// Claims `range` for fetching, so that other processes sharing the store do not fetch the
@@ -52,4 +53,11 @@ public struct StoreGeneration: Sendable, Equatable {
         self.row = row
         self.number = number
     }
+}
+
+/// What one `RangeStore.read` copied, and the version of the content it came from.
+public struct StoredRead: Sendable {
+    public let count: Int
+    public let generation: StoreGeneration
+    public let validators: ResourceValidators
 }

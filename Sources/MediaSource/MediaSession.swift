@@ -118,7 +118,8 @@ private final class ResourceRegistry: Sendable {
     private struct WeakResource {
         weak var resource: RemoteResource?
     }
-    private let resources = Mutex<[String: WeakResource]>([:])
+    /// Every open of the service's readers passes here: a lock that sleeps rather than spins.
+    private let resources = BlockingLock<[String: WeakResource]>([:])
 
     func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {
         try resources.withLock { resources in

@@ -36,6 +36,8 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     var store: any RangeStore { condition.withLock { storeValue } }
+    /// The store and the size, in one look (the read path's hot spot).
+    var snapshot: (store: any RangeStore, size: Int64?) { condition.withLock { (storeValue, sizeValue) } }
     /// The size, once the origin (or the cache) has said it.
     var size: Int64? { condition.withLock { sizeValue } }
     var warnings: [String] { condition.withLock { warningsValue } }
@@ -57,23 +59,30 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     /// A fetch covering `offset`: a running one (joined), or a new one for `offset..<end`, trimmed
-    /// to stop where another running fetch starts. `ifRange` guards a new request with the
-    /// version its reader has seen; `tally` is told what the new request costs.
+    /// to stop where another running fetch starts or a stored byte is. Nil when the byte at
+    /// `offset` was stored meanwhile (read it). `ifRange` guards a new request with the version its
+    /// reader has seen; `tally` is told what the new request costs.
     func fetch(covering offset: Int64, to end: Int64, ifRange: String?, token: ReaderToken,
-               tally: ReaderTally) -> RunningFetch {
+               tally: ReaderTally) -> RunningFetch? {
         condition.lock()
         defer { condition.unlock() }
-        if let existing = running.first(where: { $0.range.contains(offset) }) {
-            existing.join(token)
-            return existing
-        }
-        // A fetch whose bytes are all stored is only finishing: let it hand its connection back, so
-        // that a sequential reader goes on over one kept-alive connection.
-        while running.contains(where: { storeValue.available.contains($0.range) }) {
+        while true {
+            if let existing = running.first(where: { $0.range.contains(offset) }) {
+                existing.join(token)
+                return existing
+            }
+            if storeValue.available.coveredLength(from: offset) > 0 { return nil }
+            // A fetch whose bytes are all stored is only finishing: let it hand its connection back,
+            // so that a sequential reader goes on over one kept-alive connection. Then look again:
+            // another reader may have started what this one wants meanwhile.
+            guard running.contains(where: { storeValue.available.contains($0.range) }) else { break }
             _ = condition.wait(until: Date().addingTimeInterval(0.2))
         }
-        let nextStart = running.map(\.range.lowerBound).filter { $0 > offset }.min() ?? end
-        let fetch = RunningFetch(range: offset..<max(offset + 1, min(end, nextStart)), for: token)
+        var stop = running.map(\.range.lowerBound).filter { $0 > offset }.min() ?? end
+        if let stored = storeValue.available.gaps(in: offset..<max(offset + 1, stop)).first, stored.lowerBound == offset {
+            stop = stored.upperBound
+        }
+        let fetch = RunningFetch(range: offset..<max(offset + 1, min(end, stop)), for: token)
         running.append(fetch)
         // The thread holds the resource only while it runs, and says when it has let go.
         let resource = Unmanaged.passRetained(self)

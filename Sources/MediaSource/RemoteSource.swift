@@ -82,6 +82,9 @@ public final class RemoteSource: MediaSource {
         state.withLock { $0.readaheadLimit = end }
     }
 
+    /// The size if the origin (or the cache) has said it already; never fetches.
+    public var knownSize: Int64? { resource.size }
+
     public func size() throws -> Int64? {
         if let size = resource.size { return size }
         var probe = [UInt8](repeating: 0, count: 1)
@@ -95,15 +98,12 @@ public final class RemoteSource: MediaSource {
         var fetched = false
         while true {
             try ensureOneVersion()
-            if let size = resource.size, offset >= size { return 0 }
-            let store = resource.store
-            let generation = store.generation
-            let validators = store.validators
-            let n = try store.read(into: buffer, at: offset)
-            // The content may have been replaced while the bytes were copied: then look again.
-            if n > 0, store.generation != generation { continue }
+            let (store, size) = resource.snapshot
+            if let size, offset >= size { return 0 }
+            let copied = try store.read(into: buffer, at: offset)
+            let n = copied.count
             if n > 0 {
-                try pin(validators)
+                try pin(copied.validators)
                 state.withLock { $0.readahead.didRead(at: offset, count: n) }
                 let fromCache = tally.read(offset..<offset + Int64(n))
                 store.recordRead(fromCache: fromCache, fetched: fetched ? Int64(n) - fromCache : 0)
@@ -129,8 +129,12 @@ public final class RemoteSource: MediaSource {
             if gap.lowerBound == previousGap { return }
             previousGap = gap.lowerBound
             if offline { throw SourceError.offlineMiss(input: input, range: gap) }
-            let fetch = involve(resource.fetch(covering: gap.lowerBound, to: gap.upperBound, ifRange: ifRange,
-                                               token: token, tally: tally))
+            guard let started = resource.fetch(covering: gap.lowerBound, to: gap.upperBound, ifRange: ifRange,
+                                               token: token, tally: tally) else {
+                previousGap = nil // stored meanwhile: look again
+                continue
+            }
+            let fetch = involve(started)
             let continues = try resource.wait(for: nil, on: fetch, token: token)
             // The bytes fetched for this reader must be of the version it has read.
             try pin(resource.store.validators, handedOut: false)
@@ -167,8 +171,10 @@ public final class RemoteSource: MediaSource {
             end = gap.upperBound
         }
         if offline { throw SourceError.offlineMiss(input: input, range: offset..<end) }
-        let fetch = involve(resource.fetch(covering: offset, to: end, ifRange: ifRange, token: token, tally: tally))
-        return try resource.wait(for: offset, on: fetch, token: token)
+        guard let fetch = resource.fetch(covering: offset, to: end, ifRange: ifRange, token: token, tally: tally) else {
+            return true // stored meanwhile: read it
+        }
+        return try resource.wait(for: offset, on: involve(fetch), token: token)
     }
 
     /// The validator a new request is guarded with: the version this reader has seen, else the stored one.

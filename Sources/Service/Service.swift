@@ -22,8 +22,8 @@ public final class Service: Sendable {
     let runner: JobRunner
     /// Proxied responses streaming now, against `ServiceLimits.maxStreams`.
     let streams = Atomic<Int>(0)
-    /// Bodies being streamed, closed at shutdown so their connections end.
-    let openStreams = Mutex<[ObjectIdentifier: ProxyStream]>([:])
+    /// Set at shutdown: bodies still streaming then end at their next read (short).
+    let stopping = Cancellation()
     private let server: Mutex<HTTPServer?> = Mutex(nil)
     private let log: @Sendable (String) -> Void
 
@@ -63,7 +63,7 @@ public final class Service: Sendable {
         runner.stop(grace: grace)
         let deadline = Date().addingTimeInterval(grace)
         while streams.load(ordering: .relaxed) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        for stream in openStreams.withLock({ Array($0.values) }) { stream.close() }
+        stopping.cancel()
         server?.stop()
         self.server.withLock { $0 = nil }
     }

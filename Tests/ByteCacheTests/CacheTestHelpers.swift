@@ -12,7 +12,7 @@ func write(_ entry: CacheEntry, _ bytes: [UInt8], at offset: Int64, file: Static
 /// What a read of up to `count` bytes at `offset` returns.
 func read(_ entry: CacheEntry, at offset: Int64, count: Int) throws -> [UInt8] {
     var out = [UInt8](repeating: 0, count: count)
-    let n = try out.withUnsafeMutableBytes { try entry.read(into: $0, at: offset) }
+    let n = try out.withUnsafeMutableBytes { try entry.read(into: $0, at: offset).count }
     return Array(out[0..<n])
 }
 

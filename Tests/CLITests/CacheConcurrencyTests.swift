@@ -20,7 +20,7 @@ final class CacheConcurrencyTests: CLITestCase {
             var offset = range.lowerBound
             while offset < range.upperBound {
                 let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-                let n = try buffer.withUnsafeMutableBytes { try entry.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset) }
+                let n = try buffer.withUnsafeMutableBytes { try entry.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset).count }
                 XCTAssertEqual(n, want, "claimed bytes are readable", file: file, line: line)
                 if buffer[0..<n] != data[Int(offset)..<Int(offset) + n] {
                     return XCTFail("cached bytes at \(offset) differ from the origin", file: file, line: line)

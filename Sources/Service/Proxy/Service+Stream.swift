@@ -18,7 +18,9 @@ extension Service {
         var handedOver = false
         defer { if !handedOver { streams.subtract(1, ordering: .relaxed) } }
 
-        let token = Cancellation()
+        // The response's own token, cancelled when it ends (the player left) or the service stops.
+        let stopping = self.stopping
+        let token = Cancellation(when: { stopping.isCancelled })
         guard let source = try session.open(url, cancellation: token) as? RemoteSource else {
             throw APIError.forbidden("only http and https origins may be streamed")
         }
@@ -49,14 +51,14 @@ extension Service {
         // For HEAD libmicrohttpd sends the length of a body it does not read.
         let body = ProxyStream(source: request.method == "HEAD" ? nil : source, range: part, token: token,
                                onClose: { [self] in streamEnded($0) })
-        openStreams.withLock { $0[ObjectIdentifier(body)] = body }
         handedOver = true
         return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
     }
 
-    /// The size, learnt by reading the byte at `offset` (0 when the request does not say): the
-    /// request's own first bytes are what the first fetch brings.
+    /// The size: known already, or learnt by reading the byte at `offset` (0 when the request does
+    /// not say), so that the request's own first bytes are what the first fetch brings.
     private func sizeLearningAt(_ offset: Int64?, source: RemoteSource) throws -> Int64 {
+        if let known = source.knownSize { return known }
         var byte: UInt8 = 0
         _ = try withUnsafeMutableBytes(of: &byte) { try source.read(into: $0, at: offset ?? 0) }
         if let size = try source.size() { return size }
@@ -64,7 +66,6 @@ extension Service {
     }
 
     fileprivate func streamEnded(_ stream: ProxyStream) {
-        openStreams.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(stream)) }
         streams.subtract(1, ordering: .relaxed)
     }
 }
@@ -91,7 +92,7 @@ final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard let source, next < range.upperBound else { return 0 }
-        if closed.load(ordering: .relaxed) { throw FetchError.cancelled(url: source.input) }
+        if closed.load(ordering: .relaxed) || token.isCancelled { throw FetchError.cancelled(url: source.input) }
         let want = Int(min(Int64(buffer.count), range.upperBound - next))
         let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: next)
         // The resource ended before the range the headers promised: end short, never pad.

@@ -70,6 +70,8 @@ public struct OriginGuard: Sendable {
 
     /// The numeric addresses `host` resolves to (itself when it is an address).
     static func resolve(_ host: String) -> [String] {
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 { return [host] } // no lookup needed
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var result: UnsafeMutablePointer<addrinfo>?
