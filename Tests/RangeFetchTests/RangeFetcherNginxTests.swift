@@ -42,17 +42,22 @@ final class RangeFetcherNginxTests: XCTestCase {
     }
 
     func testParallelTransfersUseSeveralConnections() throws {
-        let dir = try TempDirectory()
         let data = randomBytes(4_000_000, seed: 3)
-        try Data(data).write(to: URL(fileURLWithPath: dir.file("p.bin")))
-        let nginx = try NginxServer(root: dir.path)
+        // Each answer waits 300 ms, so the four transfers surely overlap (on loopback they would
+        // otherwise finish one after another and share one connection, however they were started).
+        let server = try FaultServer()
+        server.route("/p.bin", .delay(seconds: 0.3, then: .serve(body: data)))
         let fetcher = RangeFetcher(options: quickOptions())
         let results = LockedArray([[UInt8]](repeating: [], count: 4))
-        DispatchQueue.concurrentPerform(iterations: 4) { i in
-            let range = Int64(i) * 1_000_000..<Int64(i + 1) * 1_000_000
-            let got = try? fetcher.collect(nginx.url("/p.bin"), range).1.bytes(in: range)
-            results.set(i, got ?? [])
+        let group = DispatchGroup()
+        for i in 0..<4 {
+            DispatchQueue.global().async(group: group) {
+                let range = Int64(i) * 1_000_000..<Int64(i + 1) * 1_000_000
+                let got = try? fetcher.collect(server.url("/p.bin"), range).1.bytes(in: range)
+                results.set(i, got ?? [])
+            }
         }
+        group.wait()
         XCTAssertEqual(results.values.flatMap { $0 }, data)
         XCTAssertGreaterThanOrEqual(fetcher.counters.connections, 2, "transfers ran in parallel on separate connections")
     }
