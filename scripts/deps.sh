@@ -7,6 +7,7 @@ MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
     nginx ffmpeg openssl curl ca-certificates
+    time python3  # bench/fuzz.sh (run by the tests too): GNU time measures peak RSS; the mutator
 )
 
 mprobe_install_deps() {
