@@ -10,7 +10,8 @@ A case is a pure function of (seed, case number, source list): `random.Random(f"
 picks the source file and one to three mutations, so any case can be made again on its own.
 ISO-BMFF sources are walked box by box (headers, nested containers, sample entries) and mutated
 structurally: box sizes (32-bit 0/1/tiny/huge, 64-bit largesize), entry counts and entries of the
-sample tables, duplicated, removed and swapped boxes; every file also gets byte-level mutations
+sample tables, duplicated, removed, swapped and retyped boxes (stco read as co64, a video track's
+handler made "soun"...); every file also gets byte-level mutations
 (bit flips, interesting values, truncation, duplicated or removed chunks).
 """
 import argparse
@@ -343,6 +344,37 @@ def m_swap(data, rng, boxes):
     return bytearray(out), f"swap {a.name()} with {c.name()}"
 
 
+RETYPE_GROUPS = [
+    [b"stco", b"co64"], [b"stsz", b"stz2"], [b"stts", b"ctts", b"stss", b"stsc", b"stps", b"sdtp"],
+    [b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"moof", b"traf", b"mvex", b"udta", b"free"],
+    [b"mvhd", b"tkhd", b"mdhd", b"mehd", b"tfhd", b"tfdt"], [b"mdat", b"free", b"skip", b"wide"],
+    [b"avc1", b"avc3", b"hvc1", b"hev1", b"av01", b"vp09", b"mp4v", b"mp4a", b"Opus", b"ac-3", b"fLaC", b"tx3g", b"wvtt"],
+    [b"avcC", b"hvcC", b"av1C", b"vpcC", b"esds", b"dOps", b"dac3", b"dfLa"],
+    [b"sidx", b"moof", b"mfra", b"styp", b"emsg"], [b"trun", b"tfhd", b"tfdt", b"saiz", b"saio", b"senc"],
+]
+HANDLERS = [b"vide", b"soun", b"text", b"sbtl", b"subt", b"meta", b"hint", b"tmcd", b"clcp", b"\0\0\0\0"]
+
+
+def m_retype(data, rng, boxes):
+    """Type confusion: a box read as a related one (stco as co64, stsz as stz2, a video entry as
+    audio, one container as another), or a track's handler changed (video read as sound...)."""
+    hdlrs = [b for b in boxes if b.type == b"hdlr" and b.payload + 12 <= b.end]
+    if hdlrs and rng.random() < 0.2:
+        b = rng.choice(hdlrs)
+        new = rng.choice(HANDLERS)
+        old = bytes(data[b.payload + 8:b.payload + 12])
+        data[b.payload + 8:b.payload + 12] = new
+        return data, f"handler {b.name()} {old!r} -> {new!r}"
+    candidates = [(b, g) for b in boxes for g in RETYPE_GROUPS if b.type in g]
+    if not candidates:
+        return None
+    b, group = rng.choice(candidates)
+    new = rng.choice([t for t in group if t != b.type])
+    at = b.offset + 4
+    data[at:at + 4] = new
+    return data, f"retype {b.name()} -> {new.decode('latin-1')}"
+
+
 def m_chunk(data, rng, boxes):
     n = len(data)
     if n < 16:
@@ -360,7 +392,8 @@ def m_chunk(data, rng, boxes):
 
 
 ISO_MUTATIONS = [(m_bitflip, 14), (m_bytes, 8), (m_truncate, 8), (m_box_size, 18), (m_largesize, 5),
-                 (m_count, 22), (m_entry, 12), (m_duplicate, 8), (m_remove, 8), (m_swap, 4), (m_chunk, 4)]
+                 (m_count, 22), (m_entry, 12), (m_duplicate, 8), (m_remove, 8), (m_swap, 4), (m_retype, 6),
+                 (m_chunk, 4)]
 BYTE_MUTATIONS = [(m_bitflip, 35), (m_bytes, 25), (m_truncate, 20), (m_chunk, 20)]
 
 
