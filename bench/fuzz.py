@@ -10,7 +10,8 @@ A case is a pure function of (seed, case number, source list): `random.Random(f"
 picks the source file and one to three mutations, so any case can be made again on its own.
 ISO-BMFF sources are walked box by box (headers, nested containers, sample entries) and mutated
 structurally: box sizes (32-bit 0/1/tiny/huge, 64-bit largesize), entry counts and entries of the
-sample tables, duplicated, removed, swapped and retyped boxes (stco read as co64, a video track's
+sample tables, 64-bit times and offsets near the limits (tfdt, durations, edit lists, sidx,
+co64), duplicated, removed, swapped and retyped boxes (stco read as co64, a video track's
 handler made "soun"...); every file also gets byte-level mutations
 (bit flips, interesting values, truncation, duplicated or removed chunks).
 """
@@ -344,6 +345,58 @@ def m_swap(data, rng, boxes):
     return bytearray(out), f"swap {a.name()} with {c.name()}"
 
 
+WIDE64 = [0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 0x7FFFFFFFFFFFFF00, 0x4000000000000000,
+          0xC000000000000000, 0xFFFFFFFF00000000, 0x0000000100000000, 0x00007FFFFFFFFFFF, 0x8000000000000001]
+
+
+def time_fields(data, boxes):
+    """(box, offset, width, name) of the times, durations and offsets that 64-bit arithmetic meets:
+    tfdt decode times, mvhd/mdhd/tkhd/mehd durations, edit list entries, sidx times and offsets,
+    tfhd base offsets, trun data offsets, co64 chunk offsets (version 1 fields are 64-bit)."""
+    fields = []
+    for b in boxes:
+        p, v1 = b.payload, b.payload < b.end and data[b.payload] == 1
+        t = b.type
+        if t == b"tfdt":
+            fields.append((b, p + 4, 8 if v1 else 4, "baseMediaDecodeTime"))
+        elif t in (b"mvhd", b"mdhd"):
+            fields.append((b, p + (24 if v1 else 16), 8 if v1 else 4, "duration"))
+        elif t == b"tkhd":
+            fields.append((b, p + (28 if v1 else 20), 8 if v1 else 4, "duration"))
+        elif t == b"mehd":
+            fields.append((b, p + 4, 8 if v1 else 4, "fragment_duration"))
+        elif t == b"elst":
+            size, w = (20, 8) if v1 else (12, 4)
+            for i in range(min(4, max(0, (b.end - p - 8) // size))):
+                fields.append((b, p + 8 + i * size, w, f"entry {i} segment_duration"))
+                fields.append((b, p + 8 + i * size + w, w, f"entry {i} media_time"))
+        elif t == b"sidx":
+            fields.append((b, p + 12, 8 if v1 else 4, "earliest_presentation_time"))
+            fields.append((b, p + (20 if v1 else 16), 8 if v1 else 4, "first_offset"))
+        elif t == b"tfhd" and p + 16 <= b.end and data[p + 3] & 1:
+            fields.append((b, p + 8, 8, "base_data_offset"))
+        elif t == b"trun" and p + 12 <= b.end and data[p + 3] & 1:
+            fields.append((b, p + 8, 4, "data_offset"))
+        elif t == b"co64":
+            for i in range(min(4, max(0, (b.end - p - 8) // 8))):
+                fields.append((b, p + 8 + i * 8, 8, f"chunk_offset {i}"))
+    return [f for f in fields if f[1] + f[2] <= f[0].end]
+
+
+def m_wide(data, rng, boxes):
+    fields = time_fields(data, boxes)
+    if not fields:
+        return None
+    b, at, width, name = rng.choice(fields)
+    if width == 8:
+        v = rng.choice(WIDE64)
+        struct.pack_into(">Q", data, at, v)
+    else:
+        v = rng.choice(HUGE32)
+        struct.pack_into(">I", data, at, v)
+    return data, f"{b.type.decode('latin-1')} {name} {b.name()} -> {v:#x}"
+
+
 RETYPE_GROUPS = [
     [b"stco", b"co64"], [b"stsz", b"stz2"], [b"stts", b"ctts", b"stss", b"stsc", b"stps", b"sdtp"],
     [b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"moof", b"traf", b"mvex", b"udta", b"free"],
@@ -392,8 +445,8 @@ def m_chunk(data, rng, boxes):
 
 
 ISO_MUTATIONS = [(m_bitflip, 14), (m_bytes, 8), (m_truncate, 8), (m_box_size, 18), (m_largesize, 5),
-                 (m_count, 22), (m_entry, 12), (m_duplicate, 8), (m_remove, 8), (m_swap, 4), (m_retype, 6),
-                 (m_chunk, 4)]
+                 (m_count, 22), (m_entry, 12), (m_wide, 12), (m_duplicate, 8), (m_remove, 8), (m_swap, 4),
+                 (m_retype, 6), (m_chunk, 4)]
 BYTE_MUTATIONS = [(m_bitflip, 35), (m_bytes, 25), (m_truncate, 20), (m_chunk, 20)]
 
 
@@ -529,11 +582,7 @@ def classify(rc, rss_kb, ms, timeout_s, rss_limit_kb, stderr, stdout, cmd):
 def signature(klass, reason, stderr, cmd):
     """Groups runs into failure classes: the crash site or message shape, with paths and numbers blanked."""
     if klass == "CRASH":
-        fatal = re.search(r"(Fatal error: [^\n]*|Program crashed: [^\n]*|Assertion[^\n]*failed[^\n]*)", stderr)
-        frames = re.findall(r"^\s*\d+ .*? in (\S+) ", stderr, re.M) or re.findall(r"^\s*\d+\s+\S+\s+0x[0-9a-f]+ (\S+)", stderr, re.M)
-        frames = [f for f in frames if not re.match(r"(swift_|_swift|\$ss|libc|__|raise|abort|\?\?)", f)]
-        site = frames[0] if frames else ""
-        text = (fatal.group(1) if fatal else reason) + (f" @ {site}" if site else "")
+        return crash_site(stderr, reason)
     elif klass in ("HANG", "HUGE"):
         text = f"{cmd}: {reason.split(' (')[0] if klass == 'HUGE' else 'timeout'}"
     else:
@@ -544,6 +593,23 @@ def signature(klass, reason, stderr, cmd):
     text = re.sub(r"0x[0-9a-fA-F]+", "0x…", text)
     text = re.sub(r"\d+", "N", text)
     return text[:300]
+
+
+def crash_site(stderr, reason):
+    """'<runtime message> @ <first frame of our code> (<file>:<line>)' from the Swift backtracer's
+    report of the crashed thread; the signal when there is no report."""
+    fatal = re.search(r"\*\*\* (Swift runtime failure: [^*\n]+?) \*\*\*|(Fatal error: [^\n]*)|(Program crashed: [^\n]*)", stderr)
+    message = next((g for g in fatal.groups() if g), reason).strip() if fatal else reason
+    crashed = stderr.split(" crashed:", 1)[1] if " crashed:" in stderr else stderr
+    site = ""
+    for line in crashed.splitlines():
+        m = re.match(r"\s*\d+ (?:\[[^\]]+\] )*\s*0x[0-9a-f]+ (.+?) in \S+ at (\S+?)(?::\d+)?$", line)
+        if not m or "[system]" in line or m.group(1).startswith("Swift runtime failure"):
+            continue
+        function = re.sub(r" \+ \d+$", "", m.group(1)).replace("specialized ", "")
+        site = f"{function} ({m.group(2).rsplit('/', 1)[-1]})"
+        break
+    return (message + (f" @ {site}" if site else ""))[:300]
 
 
 RUN_COLUMNS = ["case", "command", "mode", "class", "reason", "exit", "rss_kb", "ms", "source", "mutation",
@@ -656,6 +722,14 @@ def cmd_summary(args):
                 continue
             lines.append(f"| {'all' if c == '*' else c} | {'all' if m == '*' else m} | {sum(row.values())} | "
                          + " | ".join(str(row.get(k, 0)) for k in CLASSES) + " |")
+    lines += ["", "| command | where | peak RSS, max (MiB) | median run (s) | slowest run (s) |", "|---|---|---:|---:|---:|"]
+    for c in commands:
+        for m in modes:
+            rs = [r for r in runs if r["command"] == c and r["mode"] == m]
+            if rs:
+                ms = sorted(int(r["ms"]) for r in rs)
+                lines.append(f"| {c} | {m} | {max(int(r['rss_kb']) for r in rs) // 1024} | {ms[len(ms) // 2] / 1000:.2f} | "
+                             f"{ms[-1] / 1000:.2f} |")
     # Failure classes: one entry per signature, with every run that showed it.
     groups = {}
     for r in runs:
