@@ -236,7 +236,8 @@ if [[ " ${WHERE[*]} " == *" http "* ]]; then start_nginx; fi
     printf 'seed\t%s\nbinary\t%s\ncommands\t%s\nmodes\t%s\ntimeout\t%s s\nrss_limit_mb\t%s\nvm_limit_mb\t%s\njobs\t%s\nstarted\t%s\n' \
         "$SEED" "$BIN" "$COMMANDS" "$MODES" "$TIMEOUT" "$RSS_LIMIT" "$VM_LIMIT" "$JOBS" "$(date -u +%FT%TZ)"
 } > "$RESULTS/meta.tsv"
-rm -f "$RESULTS/runs.tsv"
+# A results folder holds one run: what an earlier run left there would be mistaken for ours.
+rm -rf "$RESULTS/runs.tsv" "$RESULTS/inputs" "$RESULTS/stderr" "$RESULTS/summary.md" "$RESULTS/failures.md"
 echo "fuzz.sh: seed $SEED, binary $BIN, results in $RESULTS" >&2
 
 : > "$WORK/cases.tsv"
