@@ -487,8 +487,12 @@ def make_case(seed, case, root, source_list):
 def cmd_mutate(args):
     root = args.root
     source_list = sources(root)
+    if args.sources:
+        # A focused campaign: only the seed files whose path matches (the order stays fixed).
+        source_list = [f for f in source_list if re.search(args.sources, f)]
     if not source_list:
-        sys.exit(f"fuzz.py: no seed files under {root}/Tests/Corpus/files or {root}/Samples")
+        sys.exit(f"fuzz.py: no seed files under {root}/Tests/Corpus/files or {root}/Samples"
+                 + (f" match {args.sources!r}" if args.sources else ""))
     if args.case is not None:
         source, data, what, _ext = make_case(args.seed, args.case, root, source_list)
         with open(args.out, "wb") as f:
@@ -682,9 +686,10 @@ def replay_lines(meta, r):
     name = f"case-{int(case):06d}{ext}" if case.isdigit() else case
     args = {"probe": "probe --json", "thumbs": "thumbs --count 3 --out /tmp/fuzz-thumbs --quiet",
             "prefetch": "prefetch --seconds 2 --quiet", "check": "check --seconds 1"}[cmd]
-    lines = [f"bench/fuzz.sh --seed {seed} --case {case} --commands {cmd} --modes {mode}"]
+    focus = f" --sources '{meta['sources']}'" if meta.get("sources") else ""
+    lines = [f"bench/fuzz.sh --seed {seed}{focus} --case {case} --commands {cmd} --modes {mode}"]
     if case.isdigit():
-        lines.append(f"python3 bench/fuzz.py mutate --seed {seed} --case {case} --out /tmp/{name} && "
+        lines.append(f"python3 bench/fuzz.py mutate --seed {seed}{focus} --case {case} --out /tmp/{name} && "
                      f".build/release/mprobe {args} --cache-dir /tmp/fuzz-cache /tmp/{name}"
                      + ("   # over HTTP: serve /tmp with nginx, or use the first line" if mode == "http" else ""))
     return lines
@@ -708,7 +713,7 @@ def cmd_summary(args):
             count[key][r["class"]] += 1
     cases = sorted({r["case"] for r in runs}, key=lambda c: int(c) if c.isdigit() else -1)
     lines = ["# Fuzz run", ""]
-    for k in ["seed", "cases", "binary", "commands", "modes", "timeout", "rss_limit_mb", "vm_limit_mb", "jobs",
+    for k in ["seed", "sources", "cases", "binary", "commands", "modes", "timeout", "rss_limit_mb", "vm_limit_mb", "jobs",
               "started", "finished"]:
         if k in meta:
             lines.append(f"- {k}: {meta[k]}")
@@ -779,6 +784,7 @@ def main():
     m.add_argument("--cases", help="A-B: make cases A..B into the folder --out")
     m.add_argument("--case", type=int, help="make just this case into the file --out")
     m.add_argument("--out", required=True)
+    m.add_argument("--sources", help="regular expression: only seed files whose path matches")
     m.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                    help="repository root holding Tests/Corpus/files and Samples")
     c = sub.add_parser("classify", help="classify finished runs of a batch")

@@ -31,6 +31,8 @@ Options:
   --seed S              seed (default: random, printed); case I of seed S is always the same file
   --case I              run only case I of the seed (replay)
   --first I             number of the first case (default 0), to continue a campaign
+  --sources REGEX       focus: mutate only the seed files whose path matches (e.g. 'frag|sidx');
+                        a case is then defined by seed, number and this pattern
   --replay FILE         run the commands on FILE as it is (a saved mutant), no mutation
   --timeout SEC         per run (default 20)
   --commands LIST       comma list of probe,thumbs,prefetch,check (default all four)
@@ -47,13 +49,14 @@ Examples:
   bench/fuzz.sh                                  # quick: 20 inputs x 4 commands x 2 = 160 runs
   bench/fuzz.sh -n 2000 --seed 1 --jobs 2        # a campaign
   bench/fuzz.sh --seed 1 --case 17 --commands thumbs --modes http   # replay one run
+  bench/fuzz.sh -n 1000 --seed 2 --sources 'frag|sidx|m4s'           # fragmented files only
 EOF
 }
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-INPUTS=20 SEED="" CASE="" FIRST=0 REPLAY="" TIMEOUT=20 COMMANDS=probe,thumbs,prefetch,check MODES=local,http
+INPUTS=20 SEED="" SOURCES="" CASE="" FIRST=0 REPLAY="" TIMEOUT=20 COMMANDS=probe,thumbs,prefetch,check MODES=local,http
 BIN="" JOBS=2 RSS_LIMIT=2048 VM_LIMIT=8192 RESULTS="" KEEP=0
 need() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "fuzz.sh: $1 needs a value (see --help)" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -61,6 +64,7 @@ while [ $# -gt 0 ]; do
         -n|--inputs) need "$@"; INPUTS=$2; shift 2 ;;
         --seed) need "$@"; SEED=$2; shift 2 ;;
         --case) need "$@"; CASE=$2; shift 2 ;;
+        --sources) need "$@"; SOURCES=$2; shift 2 ;;
         --first) need "$@"; FIRST=$2; shift 2 ;;
         --replay) need "$@"; REPLAY=$2; shift 2 ;;
         --timeout) need "$@"; TIMEOUT=$2; shift 2 ;;
@@ -235,6 +239,7 @@ if [[ " ${WHERE[*]} " == *" http "* ]]; then start_nginx; fi
 {
     printf 'seed\t%s\nbinary\t%s\ncommands\t%s\nmodes\t%s\ntimeout\t%s s\nrss_limit_mb\t%s\nvm_limit_mb\t%s\njobs\t%s\nstarted\t%s\n' \
         "$SEED" "$BIN" "$COMMANDS" "$MODES" "$TIMEOUT" "$RSS_LIMIT" "$VM_LIMIT" "$JOBS" "$(date -u +%FT%TZ)"
+    [ -z "$SOURCES" ] || printf 'sources\t%s\n' "$SOURCES"
 } > "$RESULTS/meta.tsv"
 # A results folder holds one run: what an earlier run left there would be mistaken for ours.
 rm -rf "$RESULTS/runs.tsv" "$RESULTS/inputs" "$RESULTS/stderr" "$RESULTS/summary.md" "$RESULTS/failures.md"
@@ -247,7 +252,7 @@ if [ -n "$REPLAY" ]; then
     run_batch < <(printf 'replay\t%s\t%s\t%s\n' "$WORK/mutants/$name" "$REPLAY" "none (replayed as is)")
     printf 'cases\treplay of %s\n' "$REPLAY" >> "$RESULTS/meta.tsv"
 elif [ -n "$CASE" ]; then
-    run_batch < <(python3 bench/fuzz.py mutate --seed "$SEED" --cases "$CASE-$CASE" --out "$WORK/mutants")
+    run_batch < <(python3 bench/fuzz.py mutate --seed "$SEED" --sources "$SOURCES" --cases "$CASE-$CASE" --out "$WORK/mutants")
     printf 'cases\t%s\n' "$CASE" >> "$RESULTS/meta.tsv"
 else
     BATCH=$(( JOBS * 6 ))
@@ -255,7 +260,7 @@ else
     printf 'cases\t%s-%s\n' "$FIRST" "$last" >> "$RESULTS/meta.tsv"
     for ((a = FIRST; a <= last; a += BATCH)); do
         b=$(( a + BATCH - 1 < last ? a + BATCH - 1 : last ))
-        run_batch < <(python3 bench/fuzz.py mutate --seed "$SEED" --cases "$a-$b" --out "$WORK/mutants")
+        run_batch < <(python3 bench/fuzz.py mutate --seed "$SEED" --sources "$SOURCES" --cases "$a-$b" --out "$WORK/mutants")
         echo "fuzz.sh: cases $FIRST..$b of $FIRST..$last done" >&2
     done
 fi
