@@ -49,6 +49,9 @@ ENTRY_SIZE = {b"stco": 4, b"co64": 8, b"stss": 4, b"ctts": 8, b"stts": 8, b"stsc
 
 HUGE32 = [0xFFFFFFFF, 0xFFFFFFFE, 0x7FFFFFFF, 0x80000000, 0x80000001, 0x40000000, 0x20000000, 0x10000000,
           0x0FFFFFFF, 0x01000000, 0x00100000]
+# Counts whose tables come close to FFmpeg's 2 GiB allocation limit (max_alloc_size) for entries of
+# 4, 8, 12 and 24 bytes: accepted, then filled -- memory amplification rather than a refusal.
+NEAR_ALLOC_LIMIT = [0x1FFFFFF0, 0x0FFFFFF0, 0x0AAAAAA0, 0x05555550, 0x04000000, 0x03000000]
 HUGE64 = [0xFFFFFFFFFFFFFFFF, 0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0x100000000, 0x1FFFFFFFF,
           0x0000FFFFFFFFFFFF]
 
@@ -250,7 +253,8 @@ def m_count(data, rng, boxes):
     b = rng.choice(tables)
     at = b.payload + COUNTED_TABLES[b.type]
     old = struct.unpack_from(">I", data, at)[0]
-    v = rng.choice(HUGE32 + HUGE32 + [0, old + 1, old * 2 + 1, old * 16 + 7, rng.randrange(1 << 20, 1 << 32)]) & 0xFFFFFFFF
+    v = rng.choice(HUGE32 + HUGE32 + NEAR_ALLOC_LIMIT + [0, old + 1, old * 2 + 1, old * 16 + 7,
+                                                         rng.randrange(1 << 20, 1 << 32)]) & 0xFFFFFFFF
     struct.pack_into(">I", data, at, v)
     return data, f"entry count {b.name()} {old} -> {v:#x}"
 
