@@ -772,6 +772,35 @@ def cmd_summary(args):
         lines.append("none")
     for (klass, sig), rs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], -len(kv[1]))):
         lines.append(f"- {klass} ×{len(rs)}: {sig}")
+    # The same bytes should give the same answer from a file and from a server: runs whose exit
+    # status differs between local and HTTP, grouped by the two statuses and the HTTP message.
+    pairs = {}
+    for r in runs:
+        pairs.setdefault((r["case"], r["command"]), {})[r["mode"]] = r
+    differ = {}
+    for (case, cmd), both in pairs.items():
+        if "local" in both and "http" in both and both["local"]["exit"] != both["http"]["exit"]:
+            loc, rem = both["local"], both["http"]
+            first = rem["stderr_first_line"] or loc["stderr_first_line"]
+            message = signature("error", "", first, cmd).lstrip(" |") if first else "(no stderr: the verdict on stdout)"
+            differ.setdefault((cmd, loc["exit"], rem["exit"], message), []).append((loc, rem))
+    if differ:
+        lines += ["", "Local and HTTP disagree (same mutant, same command, another exit status; see failures.md):", ""]
+        fail += ["# Local and HTTP disagree", ""]
+        for (cmd, le, he, message), rs in sorted(differ.items(), key=lambda kv: -len(kv[1])):
+            seeds = sorted({loc["source"].rsplit("/", 1)[-1] for loc, _ in rs})
+            origin = f" (seed files: {', '.join(seeds)})" if len(seeds) <= 3 else f" ({len(seeds)} seed files)"
+            lines.append(f"- {cmd}: local exit {le}, HTTP exit {he} ×{len(rs)}: {message}{origin}")
+            fail += [f"## {cmd}: local exit {le}, HTTP exit {he}: {message}", ""]
+            for loc, rem in rs[:5]:
+                fail.append(f"- case {loc['case']}: source `{loc['source']}`; mutation: {loc['mutation']}")
+                fail.append(f"  - local: `{loc['stderr_first_line'][:200]}`")
+                fail.append(f"  - HTTP: `{rem['stderr_first_line'][:200]}`")
+                for mode_run in (loc, rem):
+                    fail.append(f"  - `{replay_lines(meta, mode_run)[0]}`")
+            if len(rs) > 5:
+                fail.append(f"- … {len(rs) - 5} more in runs.tsv")
+            fail.append("")
     with open(os.path.join(results, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(results, "failures.md"), "w") as f:
