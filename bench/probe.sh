@@ -52,7 +52,7 @@ for file in long-faststart.mp4 long-moov-end.mp4; do
 done
 
 # Local batch: the corpus files ffprobe reads (or the samples), one mprobe process vs one ffprobe per file.
-CORPUS=${MPROBE_CORPUS:-$PWD/../shared/corpus}
+CORPUS=${MPROBE_CORPUS:-$PWD/Tests/Corpus}
 mapfile -t files < <(awk -F'\t' -v d="$CORPUS" 'NR > 1 && $9 == "0" { print d "/" $1 }' "$CORPUS/MANIFEST.tsv" 2>/dev/null)
 [ "${#files[@]}" -gt 0 ] || files=(Samples/*.mp4 Samples/*.webm Samples/*.mp3)
 printf '%s\n' "${files[@]}" > "$WORK/list.txt"

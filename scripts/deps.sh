@@ -7,7 +7,8 @@ MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
     libmicrohttpd-dev
-    nginx ffmpeg openssl curl ca-certificates time sqlite3
+    nginx ffmpeg openssl curl ca-certificates sqlite3
+    time python3  # bench/fuzz.sh (run by the tests too): GNU time measures peak RSS; the mutator
 )
 
 mprobe_install_deps() {

@@ -4,7 +4,7 @@ import MediaSource
 import TestSupport
 import XCTest
 
-/// Every file of the shared real-world corpus (../shared/corpus) probes without a crash, locally
+/// Every file of the real-world corpus (Tests/Corpus, in the repository) probes without a crash, locally
 /// and through nginx + the cache; where ffprobe succeeds, duration and tracks agree with the
 /// manifest's ffprobe columns; where it fails, mprobe gives a media error.
 ///
@@ -22,22 +22,38 @@ final class CorpusProbeTests: XCTestCase {
     }
 
     func manifest() throws -> [Row] {
-        let path = MediaFixtures.corpus + "/MANIFEST.tsv"
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw TestSupportError.serverFailedToStart("the shared corpus is missing: \(path)")
+        try MediaFixtures.corpusManifest().map { f in
+            guard let file = f["local_file"], let rc = f["ffprobe_rc"], let format = f["format_name"],
+                  let duration = f["duration"], let streams = f["nb_streams"], let codecs = f["codecs"] else {
+                throw CorpusMissing(detail: "MANIFEST.tsv row without the ffprobe columns: \(f)")
+            }
+            return Row(file: file, ffprobeOK: rc == "0", format: format, duration: Double(duration),
+                       streams: Int(streams) ?? 0, codecs: codecs.split(separator: ",").map(String.init))
         }
-        var lines = text.split(whereSeparator: \.isNewline).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-        let header = lines.removeFirst()
-        func column(_ name: String) throws -> Int {
-            guard let i = header.firstIndex(of: name) else { throw TestSupportError.serverFailedToStart("no column \(name)") }
-            return i
+    }
+
+    /// The corpus in the checkout is whole and unchanged: every file the manifest lists is there
+    /// with its size and sha256, and so is every dump. (A broken checkout fails here first, with
+    /// the names of the missing or changed files.)
+    func testCorpusIsCompleteAndUnchanged() throws {
+        let rows = try MediaFixtures.corpusManifest()
+        XCTAssertEqual(rows.count, 83, "files listed in MANIFEST.tsv")
+        var checksums = ""
+        for row in rows {
+            let file = try XCTUnwrap(row["local_file"])
+            let path = MediaFixtures.corpus + "/" + file
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            let size = (attributes?[.size] as? NSNumber)?.int64Value
+            XCTAssertEqual(size, row["size_bytes"].flatMap { Int64($0) }, "\(file): missing or of another size")
+            checksums += "\(row["sha256"] ?? "")  \(file)\n"
+            if let dump = row["oracle_dump"], !dump.isEmpty, let name = dump.split(separator: " ").first {
+                XCTAssertTrue(FileManager.default.fileExists(atPath: MediaFixtures.corpus + "/" + name), "\(name) is missing")
+            }
         }
-        let (file, rc, format, duration, streams, codecs) = (try column("local_file"), try column("ffprobe_rc"),
-            try column("format_name"), try column("duration"), try column("nb_streams"), try column("codecs"))
-        return lines.map { f in
-            Row(file: f[file], ffprobeOK: f[rc] == "0", format: f[format], duration: Double(f[duration]),
-                streams: Int(f[streams]) ?? 0, codecs: f[codecs].split(separator: ",").map(String.init))
-        }
+        let listed = try TempDirectory()
+        try checksums.write(toFile: listed.file("sha256.txt"), atomically: true, encoding: .utf8)
+        let check = try runProcess("/bin/sh", ["-c", "cd \"$0\" && sha256sum --quiet -c \"$1\"", MediaFixtures.corpus, listed.file("sha256.txt")])
+        XCTAssertEqual(check.status, 0, "files differ from MANIFEST.tsv's sha256: \(check.stdoutString)\(check.stderr)")
     }
 
     func testEveryCorpusFileProbesLikeFFprobeLocallyAndRemotely() throws {

@@ -11,8 +11,26 @@ enum MediaFixtures {
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
     static let samples = repoRoot.appendingPathComponent("Samples").path
-    /// The shared corpus lives beside the repository (`../shared/corpus`), in CI too.
-    static let corpus = repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus").path
+    /// The real-world corpus, in the repository: `Tests/Corpus` (see its README and NOTICE).
+    static let corpus = repoRoot.appendingPathComponent("Tests/Corpus").path
+
+    /// `corpus/MANIFEST.tsv` as rows keyed by column name. A missing or unreadable corpus throws,
+    /// so every test that needs it fails loudly: the corpus ships with the repository, and a
+    /// checkout without it is broken, never a reason to skip.
+    static func corpusManifest() throws -> [[String: String]] {
+        let path = corpus + "/MANIFEST.tsv"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw CorpusMissing(detail: "cannot read \(path): the corpus (Tests/Corpus) must be in the checkout")
+        }
+        var lines = text.split(whereSeparator: \.isNewline).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        guard !lines.isEmpty else { throw CorpusMissing(detail: "\(path) is empty") }
+        let header = lines.removeFirst()
+        let rows = lines.map { Dictionary(zip(header, $0), uniquingKeysWith: { first, _ in first }) }
+        guard rows.count >= 80, header.contains("local_file") else {
+            throw CorpusMissing(detail: "\(path) lists \(rows.count) files (expected 83) or lacks the local_file column")
+        }
+        return rows
+    }
 
     static func session(cacheDir: String?, offline: Bool = false) throws -> MediaSession {
         var options = FetchOptions()
@@ -82,4 +100,10 @@ enum LongMedia {
         }
         return dir
     }()
+}
+
+/// The corpus is not where the tests expect it, or not whole.
+struct CorpusMissing: Error, CustomStringConvertible {
+    let detail: String
+    var description: String { "corpus missing or incomplete: \(detail)" }
 }
