@@ -6,9 +6,11 @@ set -euo pipefail
 MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
-    libmicrohttpd-dev
-    nginx ffmpeg openssl curl ca-certificates sqlite3
-    time python3  # bench/fuzz.sh (run by the tests too): GNU time measures peak RSS; the mutator
+    libmicrohttpd-dev                          # mprobe serve
+    nginx ffmpeg openssl curl ca-certificates  # test origins, oracles and clients
+    sqlite3                                    # tests write impossible index records with it
+    time python3                               # bench/fuzz.sh (run by the tests too): peak RSS, the mutator
+    wrk                                        # bench/serve.sh
 )
 
 mprobe_install_deps() {
