@@ -20,14 +20,19 @@ public final class MediaSession: Sendable {
     public let cancellation: Cancellation
     private let remotes: ResourceRegistry
 
+    /// `keepWarm`: how many recently used resources stay open after their last reader left, for a
+    /// long-running process whose clients come back (a player's next range request, a job after a
+    /// probe): they skip reopening their cache entry, and their index rows, each time. A warm entry
+    /// is in use, so eviction passes it by; a CLI run keeps none.
     public init(cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
-                readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation()) {
+                readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation(),
+                keepWarm: Int = 0) {
         self.cache = cache
         self.fetcher = RangeFetcher(options: fetchOptions)
         self.offline = offline
         self.readahead = readahead
         self.cancellation = cancellation
-        remotes = ResourceRegistry()
+        remotes = ResourceRegistry(keepWarm: keepWarm)
     }
 
     private init(sharing parent: MediaSession, cancellation: Cancellation) {
@@ -113,20 +118,38 @@ extension MediaSession {
     }
 }
 
-/// The resources readers use now, by URL, held weakly: shared by a session and its job sessions.
+/// The resources readers use now, by URL, held weakly, and the few most recently used held
+/// strongly (`keepWarm`): shared by a session and its job sessions.
 private final class ResourceRegistry: Sendable {
     private struct WeakResource {
         weak var resource: RemoteResource?
     }
+    private struct State {
+        var resources: [String: WeakResource] = [:]
+        /// Most recently used last; disk-backed resources only (a memory store may hold 64 MB).
+        var warm: [RemoteResource] = []
+    }
     /// Every open of the service's readers passes here: a lock that sleeps rather than spins.
-    private let resources = BlockingLock<[String: WeakResource]>([:])
+    private let state = BlockingLock(State())
+    private let keepWarm: Int
+
+    init(keepWarm: Int) { self.keepWarm = max(0, keepWarm) }
 
     func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {
-        try resources.withLock { resources in
-            if let existing = resources[url]?.resource { return existing }
-            let resource = try make()
-            resources = resources.filter { $0.value.resource != nil }
-            resources[url] = WeakResource(resource: resource)
+        try state.withLock { s in
+            let resource: RemoteResource
+            if let existing = s.resources[url]?.resource {
+                resource = existing
+            } else {
+                resource = try make()
+                s.resources = s.resources.filter { $0.value.resource != nil }
+                s.resources[url] = WeakResource(resource: resource)
+            }
+            if keepWarm > 0, resource.keepsBytes {
+                s.warm.removeAll { $0 === resource }
+                s.warm.append(resource)
+                if s.warm.count > keepWarm { s.warm.removeFirst() }
+            }
             return resource
         }
     }

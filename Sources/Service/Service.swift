@@ -37,7 +37,7 @@ public final class Service: Sendable {
         var fetchOptions = config.fetchOptions
         let guardian = self.guardian
         fetchOptions.connectionPolicy = { ip, port in guardian.allows(ip: ip, port: port) }
-        session = MediaSession(cache: cache, fetchOptions: fetchOptions)
+        session = MediaSession(cache: cache, fetchOptions: fetchOptions, keepWarm: 64)
         store = try SQLiteJobStore(cache: cache)
         let files = config.cacheDirectory + "/jobs"
         runner = JobRunner(store: store, session: session, guardian: guardian, metrics: metrics, filesDirectory: files)

@@ -48,6 +48,8 @@ extension Service {
             (status, part) = (206, range)
             headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"))
         }
+        // The player said where it stops: readahead goes no further.
+        source.limitReadahead(to: part.upperBound)
         // For HEAD libmicrohttpd sends the length of a body it does not read.
         let body = ProxyStream(source: request.method == "HEAD" ? nil : source, range: part, token: token,
                                onClose: { [self] in streamEnded($0) })
