@@ -150,11 +150,26 @@ public final class Service: Sendable {
     private func completed(_ done: HTTPServer.Completed) {
         let route = Service.routeName(done.path)
         metrics.countRequest(route: route, status: done.status, proxiedBytes: route == "/v1/stream" ? done.bodyBytes : 0)
-        // The token never reaches the log, and URLs in the query are shown redacted.
+        // The token never reaches the log, URLs in the query are shown redacted, and nothing a
+        // client sent can start a line of its own (control characters and spaces are escaped).
         let query = done.query.filter { $0.key != "token" }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\($0.key == "url" ? URLText.redacted($0.value) : $0.value)" }
-        let target = query.isEmpty ? done.path : done.path + "?" + query.joined(separator: "&")
+            .map { "\(Service.loggable($0.key))=\(Service.loggable($0.key == "url" ? URLText.redacted($0.value) : $0.value))" }
+        let path = Service.loggable(done.path)
+        let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
         log(String(format: "%@ %@ %d %lld B %.0f ms", done.method, target, done.status, done.bodyBytes, done.seconds * 1000))
+    }
+
+    /// `text` with control characters, spaces and `%` percent-encoded, for one log line.
+    static func loggable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value <= 0x20 || scalar.value == 0x7F || scalar == "%" {
+                out += String(format: "%%%02X", scalar.value)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     /// The route a path belongs to, with ids and file names folded, for metrics labels.

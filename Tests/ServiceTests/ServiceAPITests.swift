@@ -139,6 +139,11 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertFalse(service.log.isEmpty)
         XCTAssertFalse(service.log.joined(separator: "\n").contains("tok-123"), service.log.joined(separator: "\n"))
         XCTAssertTrue(service.log.contains { $0.hasPrefix("GET /v1/stream?url=") && $0.contains(" 200 ") }, service.log.joined(separator: "\n"))
+        // A client cannot write log lines of its own.
+        _ = try HTTPClient.request("GET", service.url("/v1/probe", origin: "http://x/\nGET /forged 200 1 B 1 ms"),
+                                   headers: ["Authorization": "Bearer tok-123"])
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertFalse(service.log.contains { $0.hasPrefix("GET /forged") || $0.contains("\n") }, service.log.joined(separator: "\n"))
     }
 
     func testTheOriginGuardRefusesInternalAddressesUnlessAllowed() throws {
