@@ -2,6 +2,7 @@ import ByteCache
 import Foundation
 import MediaSource
 import RangeFetch
+import Synchronization
 
 /// Options every command that reads input understands.
 struct GlobalOptions {
@@ -52,7 +53,19 @@ struct GlobalOptions {
     func openCache() throws -> ByteCache {
         let cache = try ByteCache(directory: cacheDirectory, maxBytes: try maxCacheBytes())
         for warning in cache.warnings { Console.warning(warning) }
+        GlobalOptions.openedCaches.withLock { $0.append((cache, cache.warnings.count)) }
         return cache
+    }
+
+    /// Caches this run opened, and how many of their warnings were printed.
+    private static let openedCaches = Mutex<[(ByteCache, Int)]>([])
+
+    /// Prints what the caches noted after they were opened (a data file found missing or short
+    /// when its entry was opened), once, as the command ends.
+    static func printLaterCacheWarnings() {
+        for (cache, printed) in openedCaches.withLock({ $0 }) {
+            for warning in cache.warnings.dropFirst(printed) { Console.warning(warning) }
+        }
     }
 
     func fetchOptions() throws -> FetchOptions {

@@ -4,6 +4,7 @@ import Foundation
 signal(SIGPIPE, SIG_IGN)
 Console.reserveStandardDescriptors()
 var status = CLI.runMain(Array(CommandLine.arguments.dropFirst()))
+GlobalOptions.printLaterCacheWarnings()
 // Output that could not be written is an error unless the reader just went away (EPIPE).
 if case .failed = Console.stdoutError, status != .localIO {
     Console.error(Console.stdoutError?.description ?? "")
