@@ -31,7 +31,8 @@ let package = Package(
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ByteCacheTests", dependencies: ["ByteCache", "TestSupport"]),
+        .testTarget(name: "ByteCacheTests", dependencies: ["ByteCache", "TestSupport", "URLSupport"]),
+        .testTarget(name: "URLSupportTests", dependencies: ["URLSupport"]),
         .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "TestSupport"]),
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
         .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "TestSupport"]),

@@ -17,9 +17,9 @@ public final class ByteCache: Sendable {
 
     public let directory: String
     public let maxBytes: Int64
-    /// Maps the URL a user gave (without its userinfo) to the cache key; lets signed URLs whose
-    /// tokens change share one entry.
-    public let keyForURL: @Sendable (String) -> String
+    /// How URLs become keys (no userinfo; signed query parameters left out, so that signed URLs
+    /// whose tokens change share one entry) and how they are stored for showing (secrets hidden).
+    public let urlRules: URLRules
 
     let layout: CacheDirectory
     let index: Mutex<SQLiteDatabase>
@@ -35,10 +35,10 @@ public final class ByteCache: Sendable {
     private let noted: Mutex<[String]>
 
     public init(directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
-                keyForURL: @escaping @Sendable (String) -> String = { $0 }) throws {
+                urlRules: URLRules = .standard) throws {
         self.directory = directory
         self.maxBytes = maxBytes
-        self.keyForURL = keyForURL
+        self.urlRules = urlRules
         layout = CacheDirectory(path: directory)
         let writable = try layout.prepare()
         directoryLock = try DirectoryLock(directory: layout.dataPath)
@@ -76,7 +76,7 @@ public final class ByteCache: Sendable {
     }
 
     /// The index key of `url`: credentials are never part of it (they travel with each request).
-    func key(for url: String) -> String { keyForURL(URLText.withoutUserinfo(url)) }
+    func key(for url: String) -> String { urlRules.key(url) }
 
     func dataPath(_ generation: StoreGeneration) -> String { layout.dataFile(generation) }
 
@@ -87,7 +87,7 @@ public final class ByteCache: Sendable {
     /// an open entry pins the resource against eviction. In a read-only cache the entry serves
     /// what is stored and refuses writes.
     public func entry(for url: String) throws -> CacheEntry {
-        try CacheEntry(cache: self, key: key(for: url), url: URLText.redacted(url))
+        try CacheEntry(cache: self, key: key(for: url), url: urlRules.shown(url))
     }
 
     // MARK: Queries

@@ -97,7 +97,7 @@ public final class MediaSession: Sendable {
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
             let resource = try remotes.resource(for: url) {
-                try RemoteResource(url: url, fetcher: fetcher, cache: cache)
+                try RemoteResource(url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache)
             }
             return RemoteSource(resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
         }

@@ -25,9 +25,9 @@ final class RemoteResource: @unchecked Sendable {
     private var contentTypeValue: String?
     private var running: [RunningFetch] = []
 
-    init(url: String, fetcher: RangeFetcher, cache: ByteCache?) throws {
+    init(url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?) throws {
         self.url = url
-        shown = URLText.redacted(url)
+        self.shown = shown
         self.fetcher = fetcher
         self.cache = cache
         storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()

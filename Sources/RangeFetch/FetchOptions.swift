@@ -1,3 +1,5 @@
+import URLSupport
+
 /// How the fetcher talks to origins.
 public struct FetchOptions: Sendable {
     /// Seconds to establish a connection, and seconds without progress before a transfer counts
@@ -18,6 +20,16 @@ public struct FetchOptions: Sendable {
     /// Longest wait a `Retry-After` header can impose before we give up on it.
     public var maxRetryAfter: Double = 30
     public var userAgent = "mprobe/0.1"
+    /// Sent on every request to the origins they apply to (retries and parallel waves included).
+    /// On a redirect to another host libcurl leaves out `Authorization` and `Cookie`, unless
+    /// `locationTrusted` (as `curl --location-trusted`).
+    public var headers: [RequestHeader] = []
+    public var locationTrusted = false
+    /// A proxy for every request (`http://host:port`); nil leaves libcurl's `http_proxy`,
+    /// `https_proxy` and `no_proxy` variables in charge.
+    public var proxy: String?
+    /// How URLs are shown in errors (secrets hidden).
+    public var urlRules = URLRules.standard
     /// Decides, for every connection about to be opened (the first, and each redirect hop to a
     /// new host), whether the address it resolved to may be used: `(ip, port)`, the IP as a
     /// numeric literal. Nil allows every address. The service's guard against server-side request

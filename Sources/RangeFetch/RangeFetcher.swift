@@ -49,7 +49,8 @@ public final class RangeFetcher: Sendable {
             let outcome: Result<FetchOutcome, Error>
             let performed = try withoutActuallyEscaping(onResponse) { onResponse in
                 try withoutActuallyEscaping(onData) { onData in
-                    let t = RangeTransfer(url: url, requested: start..<range.upperBound, cancellation: cancellation,
+                    let t = RangeTransfer(url: url, shownURL: options.urlRules.shown(url), requested: start..<range.upperBound,
+                                          cancellation: cancellation,
                                           stallTimeout: options.timeout, lowSpeedLimit: options.lowSpeedLimit,
                                           onResponse: onResponse, onData: onData)
                     return try perform(t, ifRange: validator)
@@ -76,7 +77,7 @@ public final class RangeFetcher: Sendable {
                     // Every byte came before the connection broke: asking again would be an inverted range.
                     if start >= range.upperBound { return .delivered(info) }
                 }
-                try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: URLText.redacted(url))
+                try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: options.urlRules.shown(url))
                 attempt += 1
             }
         }
@@ -98,6 +99,7 @@ public final class RangeFetcher: Sendable {
         // Compressed bodies are not the file's bytes: ask for them as they are on disk.
         var headerLines = ["Accept-Encoding: identity"]
         if let ifRange { headerLines.append("If-Range: \(ifRange)") }
+        headerLines += options.headers.filter { $0.applies(to: transfer.url) }.map(\.line)
         let headers = CurlStringList(headerLines)
         try configure(easy, transfer: transfer, headers: headers)
 
@@ -122,7 +124,7 @@ public final class RangeFetcher: Sendable {
             // A redirect to a scheme we do not follow (file://, ftp://...) is refused by libcurl.
             if code == CURLE_UNSUPPORTED_PROTOCOL,
                let target = transfer.easy?.infoString(CURLINFO_REDIRECT_URL) ?? transfer.header("location") {
-                return .failure(FetchError.redirectRefused(url: url, target: URLText.redacted(target)))
+                return .failure(FetchError.redirectRefused(url: url, target: options.urlRules.shown(target)))
             }
             return .failure(FetchError.from(code, url: url, detail: ""))
         }
@@ -172,6 +174,8 @@ public final class RangeFetcher: Sendable {
         try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)
         try easy.set(CURLOPT_USERAGENT, options.userAgent)
         if let ca = options.caCertPath { try easy.set(CURLOPT_CAINFO, ca) }
+        if let proxy = options.proxy { try easy.set(CURLOPT_PROXY, proxy) }
+        if options.locationTrusted { try easy.set(CURLOPT_UNRESTRICTED_AUTH, 1) }
         try easy.setWriteCallback(transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
         try easy.setHeaderCallback(transferHeaderCallback)

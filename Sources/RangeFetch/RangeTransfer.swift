@@ -51,11 +51,11 @@ final class RangeTransfer {
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
     private(set) var stoppedEarly = false
 
-    init(url: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double, lowSpeedLimit: Double,
-         onResponse: @escaping (ResponseInfo) throws -> Void,
+    init(url: String, shownURL: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double,
+         lowSpeedLimit: Double, onResponse: @escaping (ResponseInfo) throws -> Void,
          onData: @escaping (Int64, UnsafeRawBufferPointer) throws -> Void) {
         self.url = url
-        shownURL = URLText.redacted(url)
+        self.shownURL = shownURL
         self.requested = requested
         self.cancellation = cancellation
         self.stallTimeout = stallTimeout

@@ -33,6 +33,8 @@ struct Arguments {
             if name == "h" { name = "help" }
             if name == "j" { name = "jobs" }
             if name == "v" { name = "verbose" }
+            if name == "H" { name = "header" }
+            if name == "A" { name = "user-agent" }
             if valueOptions.contains(name) {
                 let value: String
                 if let inlineValue {

@@ -6,12 +6,14 @@ import URLSupport
 struct BatchFailures {
     private(set) var codes: [ExitCode] = []
     let json: Bool
+    /// How inputs are shown (secrets hidden).
+    let urlRules: URLRules
 
     mutating func report(input: String, error: Error) {
         let code = ExitCode.forError(error)
         codes.append(code)
         // Most errors already name the input (URLs, paths, credentials redacted); the others get it in front.
-        let shown = URLText.redacted(input)
+        let shown = urlRules.shown(input)
         let text = "\(error)"
         Console.error(text.contains(shown) ? text : "\(shown): \(text)")
         if json {

@@ -3,11 +3,13 @@ import Foundation
 import MediaSource
 import RangeFetch
 import Synchronization
+import URLSupport
 
-/// Options every command that reads input understands.
+/// Options every command that reads input understands, over the config file's defaults.
 struct GlobalOptions {
-    static let valueOptions: Set<String> = ["cache-dir", "timeout", "cacert", "max-cache-size"]
-    static let flagOptions: Set<String> = ["no-cache", "offline", "json", "help", "verbose"]
+    static let valueOptions: Set<String> = ["cache-dir", "timeout", "cacert", "max-cache-size", "header", "header-file",
+                                            "user-agent", "proxy", "cache-key", "cache-key-ignore-query", "config"]
+    static let flagOptions: Set<String> = ["no-cache", "offline", "json", "help", "verbose", "location-trusted"]
     static let help = """
         Common options:
           --cache-dir DIR        cache directory (default: $MPROBE_CACHE_DIR, else $XDG_CACHE_HOME/mprobe,
@@ -18,30 +20,98 @@ struct GlobalOptions {
           --offline              never touch the network; a byte that is not cached is an error (exit 4)
           --timeout SECONDS      connect timeout and longest stall of a transfer (default 30)
           --cacert FILE          extra CA certificates (PEM) for HTTPS origins
+          -H, --header 'N: V'    send this header to origins (repeatable); never shown or stored
+          --header-file FILE     headers from FILE, one per line (keep secrets off the command line)
+          -A, --user-agent UA    the User-Agent to send
+          --location-trusted     keep Authorization and Cookie on redirects to other hosts
+          --proxy URL            send requests through this proxy (else http_proxy, https_proxy, no_proxy)
+          --cache-key PRESET     key signed URLs without their signature: s3 (X-Amz-*), cloudfront
+                                 (Expires, Signature, Key-Pair-Id, Policy) or gcs (X-Goog-*)
+          --cache-key-ignore-query NAMES
+                                 query parameters left out of cache keys and hidden when shown, comma
+                                 separated; NAME* for a prefix, * for the whole query
+          --config FILE          defaults from FILE (else $XDG_CONFIG_HOME/mprobe/config.json if present)
           --json                 machine-readable output
           -h, --help             this help
         """
 
     let args: Arguments
+    /// The config file's defaults (empty without one); flags win.
+    let config: ConfigFile
 
-    init(_ args: Arguments) { self.args = args }
+    init(_ args: Arguments) throws {
+        self.args = args
+        config = try ConfigFile.path(explicit: args.value("config")).map(ConfigFile.load)
+            ?? ConfigFile()
+    }
 
     var json: Bool { args.flag("json") }
     var offline: Bool { args.flag("offline") }
     var noCache: Bool { args.flag("no-cache") }
 
-    /// `--cache-dir`, else `MPROBE_CACHE_DIR`, else `$XDG_CACHE_HOME/mprobe`, else `~/.cache/mprobe`.
+    /// `--cache-dir`, else `MPROBE_CACHE_DIR`, else the config file's, else `$XDG_CACHE_HOME/mprobe`,
+    /// else `~/.cache/mprobe`.
     var cacheDirectory: String {
         let env = ProcessInfo.processInfo.environment
         if let dir = args.value("cache-dir"), !dir.isEmpty { return dir }
         if let dir = env["MPROBE_CACHE_DIR"], !dir.isEmpty { return dir }
+        if let dir = config.cacheDir, !dir.isEmpty { return dir }
         if let xdg = env["XDG_CACHE_HOME"], !xdg.isEmpty { return xdg + "/mprobe" }
         let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.cache/mprobe"
     }
 
+    /// How URLs are keyed and shown: `--cache-key`, `--cache-key-ignore-query`, the config's rules
+    /// (and its per-host rules).
+    func urlRules() throws -> URLRules {
+        func names(preset: String?, ignore: [String]?, source: String) throws -> URLRules.QueryNames {
+            var names: [String] = []
+            if let preset {
+                guard let known = URLRules.presets[preset.lowercased()] else {
+                    throw UsageError("\(source): unknown cache key preset '\(preset)' (s3, cloudfront, gcs)")
+                }
+                names += known.names
+            }
+            names += ignore ?? []
+            return URLRules.QueryNames(names)
+        }
+        let flagIgnore = args.value("cache-key-ignore-query").map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        let defaults = try names(preset: args.value("cache-key") ?? config.cacheKey,
+                                 ignore: flagIgnore ?? config.cacheKeyIgnoreQuery, source: "--cache-key")
+        let hosts = try (config.hosts ?? [:]).sorted { $0.key < $1.key }.compactMap { pattern, settings -> (pattern: String, ignoredQuery: URLRules.QueryNames)? in
+            guard settings.cacheKey != nil || settings.cacheKeyIgnoreQuery != nil else { return nil }
+            return (pattern, try names(preset: settings.cacheKey, ignore: settings.cacheKeyIgnoreQuery, source: "config hosts.\(pattern)"))
+        }
+        return URLRules(ignoredQuery: defaults, hosts: hosts)
+    }
+
+    /// Request headers: the config's (for every host, then per host), `--header-file`, `-H`.
+    func requestHeaders() throws -> [RequestHeader] {
+        var headers: [RequestHeader] = []
+        do {
+            headers += try (config.headers ?? []).map { try RequestHeader(parsing: $0) }
+            for (pattern, settings) in (config.hosts ?? [:]).sorted(by: { $0.key < $1.key }) {
+                headers += try (settings.headers ?? []).map { try RequestHeader(parsing: $0, hostPattern: pattern) }
+            }
+            if let file = args.value("header-file") {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw UsageError("--header-file \(file): cannot read it")
+                }
+                headers += try String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                    .map { try RequestHeader(parsing: $0) }
+            }
+            headers += try args.allValues("header").map { try RequestHeader(parsing: $0) }
+        } catch let invalid as InvalidRequestHeader {
+            throw UsageError(invalid.description)
+        }
+        return headers
+    }
+
     func maxCacheBytes() throws -> Int64 {
-        guard let text = args.value("max-cache-size") else { return ByteCache.defaultMaxBytes }
+        guard let text = args.value("max-cache-size") ?? config.maxCacheSize else { return ByteCache.defaultMaxBytes }
         guard let bytes = parseByteSize(text) else {
             throw UsageError("--max-cache-size needs a size like 500M or 10G, got '\(text)'")
         }
@@ -51,7 +121,7 @@ struct GlobalOptions {
     /// Opens the cache and says what opening found and repaired (a corrupt index moved aside,
     /// impossible records dropped, a read-only index).
     func openCache() throws -> ByteCache {
-        let cache = try ByteCache(directory: cacheDirectory, maxBytes: try maxCacheBytes())
+        let cache = try ByteCache(directory: cacheDirectory, maxBytes: try maxCacheBytes(), urlRules: try urlRules())
         for warning in cache.warnings { Console.warning(warning) }
         GlobalOptions.openedCaches.withLock { $0.append((cache, cache.warnings.count)) }
         return cache
@@ -70,11 +140,27 @@ struct GlobalOptions {
 
     func fetchOptions() throws -> FetchOptions {
         var options = FetchOptions()
-        if let timeout = try args.double("timeout", maximum: 86_400) {
-            guard timeout > 0 else { throw UsageError("--timeout must be positive") }
+        if let timeout = try args.double("timeout", maximum: 86_400) ?? config.timeout {
+            guard timeout > 0, timeout <= 86_400 else { throw UsageError("--timeout needs 0 to 86400 seconds") }
             options.timeout = timeout
         }
-        if let ca = args.value("cacert") {
+        options.headers = try requestHeaders()
+        options.locationTrusted = args.flag("location-trusted")
+        options.urlRules = try urlRules()
+        if let agent = args.value("user-agent") ?? config.userAgent {
+            guard !agent.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw UsageError("--user-agent holds a control character")
+            }
+            options.userAgent = agent
+        }
+        if let proxy = args.value("proxy") ?? config.proxy {
+            guard let scheme = proxy.split(separator: ":").first?.lowercased(), ["http", "https", "socks5", "socks5h"].contains(scheme),
+                  proxy.contains("://") else {
+                throw UsageError("--proxy needs a URL such as http://127.0.0.1:3128, got '\(URLText.redacted(proxy))'")
+            }
+            options.proxy = proxy
+        }
+        if let ca = args.value("cacert") ?? config.cacert {
             guard FileManager.default.isReadableFile(atPath: ca) else {
                 throw UsageError("--cacert \(ca): no such readable file")
             }

@@ -27,7 +27,7 @@ enum CacheCommand: Command {
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard let action = args.positionals.first else { throw UsageError("cache needs an action: stats, ls, ranges, rm or clear") }
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         let operands = Array(args.positionals.dropFirst())
         func url() throws -> String {
             guard operands.count == 1 else { throw UsageError("cache \(action) needs exactly one URL") }
@@ -47,7 +47,7 @@ enum CacheCommand: Command {
         case "ranges": return try ranges(cache, url: try url(), options: options)
         case "rm":
             let u = try url()
-            let shown = URLText.redacted(u)
+            let shown = cache.urlRules.shown(u)
             let removed = try cache.remove(url: u)
             if options.json {
                 Console.out(JSON.object([("url", .string(shown)), ("removed", .bool(removed))]).text)
@@ -106,6 +106,7 @@ enum CacheCommand: Command {
     }
 
     private static func ranges(_ cache: ByteCache, url: String, options: GlobalOptions) throws -> ExitCode {
+        let rules = cache.urlRules
         let resource = try cache.resource(for: url)
         let ranges = resource?.ranges.ranges ?? []
         // Buffered time ranges need the header from the cache; a resource whose header is not
@@ -113,12 +114,12 @@ enum CacheCommand: Command {
         let tracks: [TrackBuffer]? = resource == nil ? nil : try? BufferedRanges.compute(
             url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
         if options.json {
-            Console.out(CacheReport.ranges(url: URLText.redacted(url), resource: resource, tracks: tracks).text)
+            Console.out(CacheReport.ranges(url: rules.shown(url), resource: resource, tracks: tracks).text)
         } else if resource == nil {
-            Console.out("not cached: \(URLText.redacted(url))")
+            Console.out("not cached: \(rules.shown(url))")
         } else {
             let size = resource?.size.map { "\($0)" } ?? "unknown"
-            Console.out("\(URLText.redacted(url)): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
+            Console.out("\(rules.shown(url)): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
             for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
             if let tracks {
                 for t in tracks {

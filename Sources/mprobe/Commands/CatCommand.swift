@@ -25,7 +25,7 @@ enum CatCommand: Command {
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.count == 1 else { throw UsageError("cat needs exactly one URL or path") }
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         let requested = try args.value("range").map(parseRange)
         let session = try options.session()
         let input = args.positionals[0]
@@ -34,7 +34,7 @@ enum CatCommand: Command {
             // One version: if the resource changes before a byte was written, start over on the
             // new version; after that the output would mix two versions, so it is an error (exit 3).
             try session.onOneVersion {
-                guard written == 0 else { throw SourceError.versionChanged(input: URLText.redacted(input)) }
+                guard written == 0 else { throw SourceError.versionChanged(input: try options.urlRules().shown(input)) }
                 try copy(try session.open(input), range: requested, verbose: args.flag("verbose"), written: &written)
             }
         } catch StdoutError.closed {

@@ -26,7 +26,7 @@ enum CheckCommand: Command {
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.count == 1 else { throw UsageError("check needs exactly one URL or path") }
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         let window = try WindowOptions(args)
         let session = try options.session()
         let r = try Checker().check(args.positionals[0], session: session, start: window.start,

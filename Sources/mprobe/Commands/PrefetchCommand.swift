@@ -32,7 +32,7 @@ enum PrefetchCommand: Command {
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet"])
 
     static func run(_ args: Arguments) throws -> ExitCode {
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         let window = try WindowOptions(args)
         let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         let jobs = try jobsOption(args)
@@ -49,7 +49,7 @@ enum PrefetchCommand: Command {
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json || !inputs.isSingleOperand)
         let prefetch = job
-        var failures = BatchFailures(json: options.json)
+        var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
         let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
             Result { () throws -> PrefetchResult in
                 defer { bar.finish() }

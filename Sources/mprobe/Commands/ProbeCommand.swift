@@ -37,7 +37,7 @@ enum ProbeCommand: Command {
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["fast"])
 
     static func run(_ args: Arguments) throws -> ExitCode {
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         let jobs = try jobsOption(args)
         let verbose = args.flag("verbose")
@@ -46,7 +46,7 @@ enum ProbeCommand: Command {
         var prober = Prober()
         prober.fast = args.flag("fast")
         let probe = prober
-        var failures = BatchFailures(json: options.json)
+        var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
         let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
             Result { try probe.probe(input, session: session) }
         }, emit: { _, input, result in

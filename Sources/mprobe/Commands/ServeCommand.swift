@@ -43,7 +43,7 @@ enum ServeCommand: Command {
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.isEmpty else { throw UsageError("serve takes no operands") }
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         var config = ServiceConfig(cacheDirectory: options.cacheDirectory)
         (config.host, config.port) = try listenAddress(args.value("listen") ?? "127.0.0.1:8080")
         config.token = try token(args)

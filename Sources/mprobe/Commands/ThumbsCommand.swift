@@ -38,7 +38,7 @@ enum ThumbsCommand: Command {
     static let optionalValues = ["sprite": "^[0-9]+x[0-9]+$"]
 
     static func run(_ args: Arguments) throws -> ExitCode {
-        let options = GlobalOptions(args)
+        let options = try GlobalOptions(args)
         let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         var thumbnailer = Thumbnailer()
         thumbnailer.options = try thumbnailOptions(args)
@@ -50,7 +50,7 @@ enum ThumbsCommand: Command {
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
         let progress = ThumbsProgress()
         let maker = thumbnailer
-        var failures = BatchFailures(json: options.json)
+        var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
         // One input given as an operand writes to --out itself; a list gets a folder per input.
         let single = inputs.isSingleOperand
         let next = { inputs.next().map { input in (input, single ? out : out + "/" + folders.name(for: input)) } }

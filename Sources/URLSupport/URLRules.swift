@@ -1,0 +1,92 @@
+/// How the URLs of some origins are keyed and shown: which query parameters are secrets (signed
+/// URLs change them on every signing), so that they are left out of cache keys and hidden
+/// wherever a URL is shown. Rules can differ by host.
+///
+/// Content safety does not come from the key: the cache still checks ETag, Last-Modified and size,
+/// so two signings of one object share an entry, and a changed object replaces its bytes.
+public struct URLRules: Sendable, Equatable {
+    /// Query parameter names, compared without case. A name ending in `*` is a prefix (`X-Amz-*`);
+    /// `*` alone is the whole query.
+    public struct QueryNames: Sendable, Equatable {
+        public var names: [String]
+
+        public init(_ names: [String] = []) { self.names = names }
+
+        public func contains(_ name: String) -> Bool {
+            let lower = name.lowercased()
+            return names.contains { pattern in
+                let p = pattern.lowercased()
+                return p.hasSuffix("*") ? lower.hasPrefix(p.dropLast()) : lower == p
+            }
+        }
+
+        public var isEmpty: Bool { names.isEmpty }
+    }
+
+    /// Names of the presets `--cache-key NAME` accepts, and what each leaves out of the key.
+    public static let presets: [String: QueryNames] = [
+        "s3": QueryNames(["X-Amz-*"]),
+        "cloudfront": QueryNames(["Expires", "Signature", "Key-Pair-Id", "Policy"]),
+        "gcs": QueryNames(["X-Goog-*"]),
+    ]
+
+    /// Parameters that are credentials wherever they appear: always hidden when a URL is shown
+    /// (they stay in the key unless a rule leaves them out).
+    public static let alwaysHidden = QueryNames([
+        "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "X-Goog-Signature", "X-Goog-Credential",
+        "Signature", "Policy", "Key-Pair-Id", "sig", "signature", "token", "access_token", "auth", "api_key", "apikey",
+    ])
+
+    /// Rules for every host, then overrides for host patterns (`*.example.com`, `cdn.example.com`),
+    /// the last matching one winning.
+    public var ignoredQuery: QueryNames
+    public var hosts: [(pattern: String, ignoredQuery: QueryNames)]
+
+    public init(ignoredQuery: QueryNames = QueryNames(), hosts: [(pattern: String, ignoredQuery: QueryNames)] = []) {
+        self.ignoredQuery = ignoredQuery
+        self.hosts = hosts
+    }
+
+    public static let standard = URLRules()
+
+    public static func == (a: URLRules, b: URLRules) -> Bool {
+        a.ignoredQuery == b.ignoredQuery && a.hosts.map(\.pattern) == b.hosts.map(\.pattern)
+            && a.hosts.map(\.ignoredQuery) == b.hosts.map(\.ignoredQuery)
+    }
+
+    /// The names left out of the key of `url`.
+    public func ignored(for url: String) -> QueryNames {
+        guard let host = URLText.host(of: url) else { return ignoredQuery }
+        return hosts.last { HostPattern.matches($0.pattern, host: host) }?.ignoredQuery ?? ignoredQuery
+    }
+
+    /// The cache key of `url`: no userinfo, and none of the ignored query parameters.
+    public func key(_ url: String) -> String {
+        let ignored = ignored(for: url)
+        let bare = URLText.withoutUserinfo(url)
+        guard !ignored.isEmpty else { return bare }
+        return URLText.mapQuery(bare) { name, value in ignored.contains(name) ? nil : (name, value) }
+    }
+
+    /// `url` as output, logs and the cache index show it: userinfo as `***`, and the values of the
+    /// ignored and always-hidden parameters as `***`.
+    public func shown(_ url: String) -> String {
+        let ignored = ignored(for: url)
+        return URLText.mapQuery(URLText.hidingUserinfo(url)) { name, value in
+            (name, value.map { ignored.contains(name) || URLRules.alwaysHidden.contains(name) ? "***" : $0 })
+        }
+    }
+}
+
+/// Host patterns of rules and headers: `example.com` (that host), `*.example.com` (its subdomains
+/// and itself), optionally with `:PORT`.
+public enum HostPattern {
+    public static func matches(_ pattern: String, host: String) -> Bool {
+        let p = pattern.lowercased(), h = host.lowercased()
+        if p.hasPrefix("*.") {
+            let suffix = p.dropFirst(1) // ".example.com"
+            return h.hasSuffix(suffix) || h == String(suffix.dropFirst())
+        }
+        return p == h || (!p.contains(":") && h.split(separator: ":").first.map(String.init) == p)
+    }
+}
