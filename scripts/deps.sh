@@ -10,6 +10,7 @@ MPROBE_DEB_PACKAGES=(
     nginx ffmpeg openssl curl ca-certificates  # test origins, oracles and clients
     sqlite3                                    # tests write impossible index records with it
     time python3                               # bench/fuzz.sh (run by the tests too): peak RSS, the mutator
+    tinyproxy                                  # tests of requests through a forward proxy
     wrk                                        # bench/serve.sh
 )
 

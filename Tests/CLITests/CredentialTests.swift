@@ -50,4 +50,33 @@ final class CredentialTests: CLITestCase {
         let list = try mprobe(["cache", "ls", "--json", "--cache-dir", cacheDir]).stdoutString
         XCTAssertEqual(list.components(separatedBy: "\"url\"").count - 1, 1, list)
     }
+
+    func testHeaderValuesAndSignaturesAreNeverShownOrStored() throws {
+        let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))
+        let server = try FaultServer()
+        server.route("/v.mp4", .serve(body: media))
+        let url = server.url("/v.mp4?X-Amz-Credential=credSECRET&X-Amz-Signature=sigSECRET&X-Amz-Security-Token=tokSECRET")
+        let secrets = ["hdrSECRET", "credSECRET", "sigSECRET", "tokSECRET"]
+        let headers = ["-H", "X-Api-Key: hdrSECRET", "--cache-key", "s3", "--cache-dir", cacheDir]
+        let out = dir.file("t")
+        var outputs: [ProcessResult] = []
+        outputs.append(try mprobe([url, "--json"] + headers))
+        outputs.append(try mprobe(["thumbs", url, "--count", "2", "--sprite", "--json", "--out", out] + headers))
+        outputs.append(try mprobe(["prefetch", url, "--seconds", "1", "--json"] + headers))
+        outputs.append(try mprobe(["cache", "ls", "--json"] + headers))
+        outputs.append(try mprobe(["cache", "ranges", url] + headers))
+        outputs.append(try mprobe([server.url("/missing.mp4?X-Amz-Signature=sigSECRET")] + headers, expect: 3))
+        for result in outputs {
+            for secret in secrets {
+                XCTAssertFalse(result.stdoutString.contains(secret) || result.stderr.contains(secret), "\(secret): \(result.stdoutString) \(result.stderr)")
+            }
+        }
+        var files = try FileManager.default.contentsOfDirectory(atPath: out).map { out + "/" + $0 }
+        files += try FileManager.default.contentsOfDirectory(atPath: cacheDir).filter { $0.hasPrefix("index.sqlite") }.map { cacheDir + "/" + $0 }
+        for file in files {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            for secret in secrets { XCTAssertNil(bytes.range(of: Data(secret.utf8)), "\(file) holds \(secret)") }
+        }
+        XCTAssertTrue(server.requests.allSatisfy { $0.headers["x-api-key"] == "hdrSECRET" }, "the header went with every request")
+    }
 }

@@ -37,7 +37,8 @@ public final class NginxServer: @unchecked Sendable {
     /// Starts nginx serving `root` and returns once it is listening.
     /// - Parameter http2: with TLS, also offer HTTP/2 via ALPN. Ignored without TLS, because
     ///   nginx's cleartext `http2` listener would refuse ordinary HTTP/1.1 clients.
-    public init(root: String, tls: TLSMaterial? = nil, http2: Bool = true) throws {
+    /// - Parameter locations: extra `location` blocks for the server (e.g. one that requires a header).
+    public init(root: String, tls: TLSMaterial? = nil, http2: Bool = true, locations: String = "") throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executablePath) else {
             throw TestSupportError.missingExecutable(
                 path: Self.executablePath, hint: "install Debian's nginx-light (apt-get install nginx-light)")
@@ -57,7 +58,7 @@ public final class NginxServer: @unchecked Sendable {
             let port = try LoopbackSocket.freePort()
             let conf = workDir.file("nginx.conf")
             try Self.config(port: port, root: rootPath, tls: tls, http2: http2, workDir: workDir.path,
-                            accessLog: accessLog, pidFile: pidFile)
+                            accessLog: accessLog, pidFile: pidFile, locations: locations)
                 .write(toFile: conf, atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: pidFile)
             _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
@@ -167,7 +168,7 @@ public final class NginxServer: @unchecked Sendable {
     }
 
     private static func config(port: Int, root: String, tls: TLSMaterial?, http2: Bool, workDir: String,
-                               accessLog: String, pidFile: String) -> String {
+                               accessLog: String, pidFile: String, locations: String) -> String {
         var listen = "127.0.0.1:\(port)"
         var tlsLines = ""
         if let tls {
@@ -220,6 +221,7 @@ public final class NginxServer: @unchecked Sendable {
                 server_name localhost 127.0.0.1;
         \(tlsLines)
                 root \(quoted(root));
+        \(locations)
                 location / { }
             }
         }
