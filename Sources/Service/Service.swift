@@ -33,7 +33,8 @@ public final class Service: Sendable {
         self.log = log
         guardian = try OriginGuard(allowHosts: config.allowHosts)
         token = config.token.map(AccessToken.init)
-        cache = try ByteCache(directory: config.cacheDirectory, maxBytes: config.maxCacheBytes)
+        cache = try ByteCache(directory: config.cacheDirectory, maxBytes: config.maxCacheBytes,
+                              urlRules: config.fetchOptions.urlRules)
         var fetchOptions = config.fetchOptions
         let guardian = self.guardian
         fetchOptions.connectionPolicy = { ip, port in guardian.allows(ip: ip, port: port) }
@@ -134,7 +135,7 @@ public final class Service: Sendable {
     }
 
     func checkOrigin(_ url: String) throws {
-        if URLText.redacted(url) != url {
+        if URLText.withoutUserinfo(url) != url {
             throw APIError.badRequest("credentials in URLs are not accepted by the service (they would be stored with jobs)")
         }
         if let refusal = guardian.refusal(for: url) { throw APIError.forbidden(refusal) }
@@ -153,7 +154,7 @@ public final class Service: Sendable {
         // The token never reaches the log, URLs in the query are shown redacted, and nothing a
         // client sent can start a line of its own (control characters and spaces are escaped).
         let query = done.query.filter { $0.key != "token" }.sorted { $0.key < $1.key }
-            .map { "\(Service.loggable($0.key))=\(Service.loggable($0.key == "url" ? URLText.redacted($0.value) : $0.value))" }
+            .map { "\(Service.loggable($0.key))=\(Service.loggable($0.key == "url" ? cache.urlRules.shown($0.value) : $0.value))" }
         let path = Service.loggable(done.path)
         let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
         log(String(format: "%@ %@ %d %lld B %.0f ms", done.method, target, done.status, done.bodyBytes, done.seconds * 1000))

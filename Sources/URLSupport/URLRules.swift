@@ -60,12 +60,16 @@ public struct URLRules: Sendable, Equatable {
         return hosts.last { HostPattern.matches($0.pattern, host: host) }?.ignoredQuery ?? ignoredQuery
     }
 
-    /// The cache key of `url`: no userinfo, and none of the ignored query parameters.
+    /// The cache key of `url`: no userinfo, none of the ignored query parameters, and the values of
+    /// the always-hidden ones as digests (`sha256:...`): two signatures stay two entries, but no
+    /// signature is stored.
     public func key(_ url: String) -> String {
         let ignored = ignored(for: url)
-        let bare = URLText.withoutUserinfo(url)
-        guard !ignored.isEmpty else { return bare }
-        return URLText.mapQuery(bare) { name, value in ignored.contains(name) ? nil : (name, value) }
+        return URLText.mapQuery(URLText.withoutUserinfo(url)) { name, value in
+            if ignored.contains(name) { return nil }
+            guard let value, URLRules.alwaysHidden.contains(name) else { return (name, value) }
+            return (name, "sha256:" + SHA256.hex(value))
+        }
     }
 
     /// `url` as output, logs and the cache index show it: userinfo as `***`, and the values of the

@@ -103,6 +103,25 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(try service.get("/v1/jobs/\(id)/files/1/thumbs.vtt").status, 401, "files need the token too")
     }
 
+    func testSignedURLsRunButTheirSignaturesAreNeverStored() throws {
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let signed = nginx.url("/faststart.mp4") + "?X-Amz-Credential=credSECRET&X-Amz-Signature=sigSECRET"
+        let submitted = try service.postJob(#"{"type": "prefetch", "url": "\#(signed)", "seconds": 1}"#)
+        XCTAssertEqual(submitted.status, 202, submitted.text)
+        let id = try XCTUnwrap(try submitted.json()["id"] as? String)
+        let job = try service.waitForJob(id)
+        XCTAssertEqual(job["state"] as? String, "done", "\(job)")
+        let text = try service.get("/v1/jobs/\(id)").text + (try service.get("/v1/cache").text)
+        XCTAssertFalse(text.contains("sigSECRET") || text.contains("credSECRET"), text)
+        for name in try FileManager.default.contentsOfDirectory(atPath: service.dir.file("cache")) where name.hasSuffix(".sqlite")
+            || name.hasSuffix("-wal") {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: service.dir.file("cache/" + name)))
+            XCTAssertNil(bytes.range(of: Data("sigSECRET".utf8)), "\(name) holds the signature")
+        }
+        XCTAssertFalse(service.log.joined().contains("sigSECRET"))
+    }
+
     func testCancellingAQueuedAndARunningJob() throws {
         let slow = try FaultServer()
         let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/moov-at-end.mp4")))

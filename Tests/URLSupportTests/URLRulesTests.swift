@@ -39,6 +39,16 @@ final class URLRulesTests: XCTestCase {
         XCTAssertFalse(HostPattern.matches("*.test", host: "attest"))
     }
 
+    func testSignaturesKeepKeysApartWithoutBeingStored() {
+        let rules = URLRules.standard
+        let one = rules.key("https://cdn.test/v.mp4?Signature=aaa&n=1"), two = rules.key("https://cdn.test/v.mp4?Signature=bbb&n=1")
+        XCTAssertNotEqual(one, two, "without a key rule, two signatures are two entries")
+        XCTAssertFalse(one.contains("aaa"))
+        // FIPS 180-4's example: SHA-256("abc").
+        XCTAssertEqual(rules.key("https://cdn.test/v?sig=abc"),
+                       "https://cdn.test/v?sig=sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
     func testHostOfAURL() {
         XCTAssertEqual(URLText.host(of: "https://u:p@Media.Test:8443/x?y"), "media.test:8443")
         XCTAssertEqual(URLText.host(of: "http://[::1]:80/x"), "[::1]:80")

@@ -26,14 +26,14 @@ extension Service {
         // Buffered times need the cached header; without it they are unknown (null), not an error.
         let tracks = resource == nil ? nil
             : try? BufferedRanges.compute(url, session: MediaSession(cache: cache, offline: true))
-        return json(CacheReport.ranges(url: URLText.redacted(url), resource: resource, tracks: tracks))
+        return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, tracks: tracks))
     }
 
     /// `DELETE /v1/cache?url=`.
     func removeFromCache(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
         let removed = try cache.remove(url: url)
-        return json(.object([("url", .string(URLText.redacted(url))), ("removed", .bool(removed))]))
+        return json(.object([("url", .string(cache.urlRules.shown(url))), ("removed", .bool(removed))]))
     }
 
     // MARK: Jobs
@@ -47,9 +47,15 @@ extension Service {
         }
         var progress = JobProgress()
         progress.items = spec.urls.count
-        let job = JobRecord(id: UUID().uuidString.lowercased(), type: spec.type, spec: String(decoding: request.body, as: UTF8.self),
-                            state: .queued, progress: progress, result: nil, errorCode: nil, errorMessage: nil,
-                            created: Date(), started: nil, finished: nil)
+        // The store keeps the request with its URLs as shown: signatures are secrets, never
+        // stored. The runner keeps the real request in memory; after a restart a job whose URLs
+        // lost a secret cannot run again and says so.
+        let id = UUID().uuidString.lowercased()
+        let body = try RequestObject(request.body)
+        let shown = try body.mappingURLs { cache.urlRules.shown($0) }
+        let job = JobRecord(id: id, type: spec.type, spec: shown, state: .queued, progress: progress, result: nil,
+                            errorCode: nil, errorMessage: nil, created: Date(), started: nil, finished: nil)
+        if shown != (try body.mappingURLs { $0 }) { runner.remember(id, request: request.body) }
         try store.insert(job)
         runner.jobQueued()
         var response = json(job.json, status: 202)

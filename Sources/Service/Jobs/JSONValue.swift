@@ -15,6 +15,17 @@ struct RequestObject {
 
     var keys: Set<String> { Set(members.keys) }
 
+    /// The object as JSON text (keys sorted) with the URLs of `url`/`urls` passed through `transform`.
+    func mappingURLs(_ transform: (String) -> String) throws -> String {
+        var copy = members
+        for key in ["url", "urls"] {
+            if let one = copy[key] as? String { copy[key] = transform(one) }
+            if let list = copy[key] as? [Any] { copy[key] = list.map { ($0 as? String).map(transform) ?? $0 } }
+        }
+        let data = try JSONSerialization.data(withJSONObject: copy, options: [.sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+
     func has(_ key: String) -> Bool { members[key] != nil && !(members[key] is NSNull) }
 
     func string(_ key: String) throws -> String? {

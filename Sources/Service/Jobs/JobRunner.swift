@@ -21,6 +21,8 @@ final class JobRunner: Sendable {
 
     private struct State {
         var running: [String: Cancellation] = [:]
+        /// Requests whose URLs hold secrets the store does not keep, by job id, until they ran.
+        var requests: [String: [UInt8]] = [:]
         var stopping = false
         var workers = 0
     }
@@ -45,6 +47,11 @@ final class JobRunner: Sendable {
             thread.name = "mprobe.job.\(n)"
             thread.start()
         }
+    }
+
+    /// Keeps the real request of a job whose stored copy has its URLs' secrets hidden.
+    func remember(_ id: String, request: [UInt8]) {
+        state.withLock { $0.requests[id] = request }
     }
 
     /// Wakes a worker for a newly queued job.
@@ -90,7 +97,12 @@ final class JobRunner: Sendable {
         let started = Date()
         var outcome: (state: JobState, result: String?, code: String?, message: String?)
         do {
-            let spec = try JobSpec(body: Array(job.spec.utf8), limits: ServiceLimits())
+            let request = state.withLock { $0.requests.removeValue(forKey: job.id) }
+            let spec = try JobSpec(body: request ?? Array(job.spec.utf8), limits: ServiceLimits())
+            if request == nil, spec.urls.contains(where: { $0.contains("=***") || $0.contains("***@") }) {
+                throw APIError(status: 409, code: "credentials_lost",
+                               message: "the service restarted and did not keep this job's signed URLs; submit it again")
+            }
             let progress = ProgressKeeper(id: job.id, store: store, items: spec.urls.count)
             let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
             progress.save()
@@ -146,7 +158,7 @@ final class JobRunner: Sendable {
             } catch {
                 let failure = APIError(error)
                 failures.append(failure)
-                items.append(.object([("url", .string(URLText.redacted(url))), ("ok", .bool(false)),
+                items.append(.object([("url", .string(session.fetcher.options.urlRules.shown(url))), ("ok", .bool(false)),
                                       ("error", APIError.json(code: failure.code, message: failure.message))]))
             }
             progress.itemDone(i)
