@@ -131,9 +131,14 @@ struct GlobalOptions {
     private static let openedCaches = Mutex<[(ByteCache, Int)]>([])
 
     /// Prints what the caches noted after they were opened (a data file found missing or short
-    /// when its entry was opened), once, as the command ends.
+    /// when its entry was opened), once, as the command ends; then lets them go, so that each
+    /// closes its index (SQLite checkpoints its WAL on close) before the process exits.
     static func printLaterCacheWarnings() {
-        for (cache, printed) in openedCaches.withLock({ $0 }) {
+        let caches = openedCaches.withLock { list in
+            defer { list = [] }
+            return list
+        }
+        for (cache, printed) in caches {
             for warning in cache.warnings.dropFirst(printed) { Console.warning(warning) }
         }
     }
