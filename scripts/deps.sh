@@ -11,6 +11,7 @@ MPROBE_DEB_PACKAGES=(
     sqlite3                                    # tests write impossible index records with it
     time python3                               # bench/fuzz.sh (run by the tests too): peak RSS, the mutator
     wrk                                        # bench/serve.sh
+    chromium                                   # the dashboard's tests: a real browser, headless
 )
 
 mprobe_install_deps() {
