@@ -273,6 +273,12 @@ final class DashboardTests: XCTestCase {
         try page.click("#login-form button[type='submit']")
         try page.wait(for: "!document.getElementById('nav').hidden && !document.getElementById('view-cache').hidden")
         XCTAssertEqual(try page.evaluate("sessionStorage.getItem('mprobe.token')") as? String, token, "kept for the session")
+        let unlabelled = try page.evaluate("""
+            [...document.querySelectorAll('input, select, button, [role=slider]')]
+              .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.getAttribute('aria-labelledby')
+                           && !e.textContent.trim()).map(e => e.id || e.outerHTML)
+            """) as? [String]
+        XCTAssertEqual(unlabelled, [], "every control has a name")
         return (browser, page)
     }
 
