@@ -25,8 +25,11 @@ let package = Package(
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "MediaSource", "ByteCache"]),
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
+        // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
+        // so `mprobe serve` shows it wherever the binary is copied.
         .target(name: "Service", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch",
-                                                "URLSupport", "CMicroHTTPD", "CSQLite"]),
+                                                "URLSupport", "CMicroHTTPD", "CSQLite"],
+                resources: [.embedInCode("Dashboard")]),
         .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
@@ -36,6 +39,7 @@ let package = Package(
         .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "TestSupport"]),
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
         .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "TestSupport"]),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),
     ],

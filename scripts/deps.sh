@@ -12,6 +12,7 @@ MPROBE_DEB_PACKAGES=(
     time python3                               # bench/fuzz.sh (run by the tests too): peak RSS, the mutator
     tinyproxy                                  # tests of requests through a forward proxy
     wrk                                        # bench/serve.sh
+    chromium                                   # the dashboard's tests: a real browser, headless
 )
 
 mprobe_install_deps() {

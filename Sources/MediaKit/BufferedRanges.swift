@@ -8,6 +8,12 @@ public struct TrackBuffer: Sendable {
     public let kind: TrackInfo.Kind
     /// Seconds from the start of the presentation, merged, sorted.
     public let ranges: [Range<Double>]
+
+    public init(index: Int, kind: TrackInfo.Kind, ranges: [Range<Double>]) {
+        self.index = index
+        self.kind = kind
+        self.ranges = ranges
+    }
 }
 
 extension FormatContext {
@@ -36,12 +42,31 @@ extension FormatContext {
     }
 }
 
+/// What the cached header says about a cached resource, for views of the cache that draw its
+/// bytes and times: each track's buffered time ranges, the duration they are drawn over, and the
+/// moov's place among the bytes.
+public struct CachedMedia: Sendable {
+    public let tracks: [TrackBuffer]
+    /// Seconds, when the container states it.
+    public let duration: Double?
+    /// The moov box's bytes in an MP4/MOV file, from the top-level box headers.
+    public let moov: Range<Int64>?
+
+    public init(tracks: [TrackBuffer], duration: Double?, moov: Range<Int64>?) {
+        self.tracks = tracks
+        self.duration = duration
+        self.moov = moov
+    }
+}
+
 /// Buffered time ranges of a cached resource, computed offline from the cached header.
 public enum BufferedRanges {
-    /// Opens `input` from the cache only (no network) and derives each track's buffered time ranges.
-    /// Throws (an offline miss, usually) when the header itself is not cached.
-    public static func compute(_ input: String, session: MediaSession) throws -> [TrackBuffer] {
+    /// Opens `input` from the cache only (no network) and derives each track's buffered time
+    /// ranges, the duration and the moov's place. Throws (an offline miss, usually) when the
+    /// header itself is not cached.
+    public static func cachedMedia(_ input: String, session: MediaSession) throws -> CachedMedia {
         let opened = try OpenedInput(input, session: session, findStreamInfo: false)
-        return opened.context.bufferedRanges(source: opened.source)
+        return CachedMedia(tracks: opened.context.bufferedRanges(source: opened.source),
+                           duration: opened.context.durationSeconds, moov: opened.layout?.moov?.range)
     }
 }

@@ -22,16 +22,19 @@ public enum CacheReport {
         })
     }
 
-    /// `{"url", "size", "ranges": [{"start", "end"}], "tracks": [{"index", "type", "buffered"}]}`:
-    /// ends exclusive, times in seconds; `tracks` is null when the header is not cached.
-    public static func ranges(url: String, resource: CachedResource?, tracks: [TrackBuffer]?) -> JSON {
+    /// `{"url", "size", "ranges": [{"start", "end"}], "tracks": [{"index", "type", "buffered"}],
+    /// "duration", "moov": {"offset", "size"}}`: ends exclusive, times in seconds; `tracks`,
+    /// `duration` and `moov` are null when the header is not cached (or does not say).
+    public static func ranges(url: String, resource: CachedResource?, media: CachedMedia?) -> JSON {
         .object([
             ("url", .string(url)), ("size", .optional(resource?.size)),
             ("ranges", PrefetchReport.rangesJSON(resource?.ranges.ranges ?? [])),
-            ("tracks", tracks.map { list in .array(list.map { t in
+            ("tracks", media.map { .array($0.tracks.map { t in
                 .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
                          ("buffered", PrefetchReport.timeRangesJSON(t.ranges))])
             }) } ?? .null),
+            ("duration", media?.duration.map { .double(PrefetchReport.ms($0)) } ?? .null),
+            ("moov", media?.moov.map { .object([("offset", .int($0.lowerBound)), ("size", .int(Int64($0.count)))]) } ?? .null),
         ])
     }
 }

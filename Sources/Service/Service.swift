@@ -82,6 +82,8 @@ public final class Service: Sendable {
     private func route(_ request: HTTPRequest) throws -> HTTPResponse {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if parts == ["healthz"] { return try only(["GET", "HEAD"], request) { json(.object([("status", .string("ok"))])) } }
+        // The dashboard's files hold no data: served without the token, so the page can ask for it.
+        if let asset = DashboardAsset(path: parts) { return try only(["GET", "HEAD"], request) { asset.response } }
         let playerRoute = parts == ["v1", "stream"] || (parts.count >= 5 && parts[0...1] == ["v1", "jobs"] && parts[3] == "files")
         if let token, !token.admits(request, queryAllowed: playerRoute) {
             throw APIError(status: 401, code: "unauthorized", message: "this server needs Authorization: Bearer TOKEN")
@@ -91,12 +93,14 @@ public final class Service: Sendable {
         }
         switch parts {
         case ["metrics"]: return try only(["GET"], request) { metricsPage() }
+        case ["v1", "health"]: return try only(["GET"], request) { json(metrics.health(gauges())) }
         case ["v1", "probe"]: return try only(["GET"], request) { try probe(request) }
         case ["v1", "stream"]: return try only(["GET", "HEAD"], request) { try stream(request) }
         case ["v1", "cache"]:
             if request.method == "DELETE" { return try removeFromCache(request) }
             return try only(["GET"], request) { try json(CacheReport.stats(cache.stats(), directory: cache.directory)) }
         case ["v1", "cache", "ranges"]: return try only(["GET"], request) { try cacheRanges(request) }
+        case ["v1", "cache", "resources"]: return try only(["GET"], request) { try json(CacheReport.resources(cache.resources())) }
         case ["v1", "jobs"]:
             if request.method == "POST" { return try submitJob(request) }
             return try only(["GET"], request) { try listJobs(request) }
@@ -180,20 +184,26 @@ public final class Service: Sendable {
         case 3 where parts[0...1] == ["v1", "jobs"]: return "/v1/jobs/{id}"
         case 5... where parts[0...1] == ["v1", "jobs"] && parts[3] == "files": return "/v1/jobs/{id}/files/{name}"
         default:
-            let known: Set<String> = ["/healthz", "/metrics", "/v1/probe", "/v1/stream", "/v1/cache", "/v1/cache/ranges", "/v1/jobs"]
+            if DashboardAsset(path: parts) != nil { return "/dashboard" }
+            let known: Set<String> = ["/healthz", "/metrics", "/v1/health", "/v1/probe", "/v1/stream", "/v1/cache",
+                                      "/v1/cache/ranges", "/v1/cache/resources", "/v1/jobs"]
             let joined = "/" + parts.joined(separator: "/")
             return known.contains(joined) ? joined : "other"
         }
     }
 
-    private func metricsPage() -> HTTPResponse {
+    /// What `/metrics` and `/v1/health` show besides the counters `metrics` keeps, read now.
+    func gauges() -> Metrics.Gauges {
         let stats = try? cache.stats()
         let jobs = JobState.allCases.map { ($0.rawValue, (try? store.count(state: $0)) ?? 0) }
-        let page = metrics.exposition(Metrics.Gauges(
+        return Metrics.Gauges(
             bytesFromOrigins: session.fetcher.counters.bytesReceived, cacheHits: stats?.hits ?? 0,
             cacheMisses: stats?.misses ?? 0, cacheBytes: stats?.storedBytes ?? 0, cacheMaxBytes: cache.maxBytes,
-            cacheResources: stats?.resources ?? 0, jobs: jobs, originConnections: session.fetcher.openHandles))
-        return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                            body: .bytes(Array(page.utf8)))
+            cacheResources: stats?.resources ?? 0, jobs: jobs, originConnections: session.fetcher.openHandles)
+    }
+
+    private func metricsPage() -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                     body: .bytes(Array(metrics.exposition(gauges()).utf8)))
     }
 }

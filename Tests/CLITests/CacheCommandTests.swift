@@ -46,6 +46,49 @@ final class CacheCommandTests: CLITestCase {
         XCTAssertEqual(after["bytes"] as? Int, 0)
     }
 
+    /// The human output draws the cache: known ranges of a known file give exact lines.
+    func testRangesDrawsTheBytesAndTracksOverTheTerminalWidth() throws {
+        let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
+        let url = nginx.url("/moov-at-end.mp4") // 158106 bytes; the moov is 153391-158105
+        try mprobe(["cat", url, "--range", "0-65535", "--cache-dir", cacheDir])
+        try mprobe(["cat", url, "--range", "153391-", "--cache-dir", cacheDir])
+        // 60 columns: labels 8 wide, suffixes 5, so 45 cells of 3513.5 bytes (and of 0.089 s).
+        // 65536 bytes are 18.65 cells; the moov falls in cells 43 and 44, all of it cached.
+        func bytes(_ full: String, _ partial: String, _ empty: String) -> String {
+            "bytes    " + String(repeating: full, count: 18) + partial + String(repeating: empty, count: 24) + "MM 44.4%"
+        }
+        let expected = [
+            bytes("#", "+", "."),
+            // The index of this sample: video buffered to 1.92 s, audio to 1.834 s, of 4 s.
+            "#0 video " + String(repeating: "#", count: 21) + "+" + String(repeating: ".", count: 23) + " 1.9 s",
+            "#1 audio " + String(repeating: "#", count: 20) + "+" + String(repeating: ".", count: 24) + " 1.8 s",
+        ]
+        let piped = try mprobe(["cache", "ranges", url, "--cache-dir", cacheDir], environment: ["COLUMNS": "60", "LANG": "C.UTF-8"])
+        let lines = piped.stdoutString.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.first, "\(url): size 158106, 2 ranges, 70251 bytes cached, duration 4.000 s, moov 153391-158105")
+        XCTAssertEqual(Array(lines.dropFirst().prefix(3)), expected, "ASCII into a pipe, whatever the locale")
+        XCTAssertEqual(Array(lines.suffix(2)), ["  0-65535  (64.0 KiB)", "  153391-158105  (4.6 KiB)"])
+
+        // On a terminal (a pseudo-terminal from script(1)): block characters when its locale is UTF-8.
+        func onTerminal(locale: String) throws -> String {
+            let command = ["COLUMNS=60", "LC_ALL=", "LC_CTYPE=", "LANG=\(locale)", try mprobeBinary(), "cache", "ranges", url,
+                           "--cache-dir", cacheDir].joined(separator: " ")
+            let result = try runProcess("script", ["-qec", command, "/dev/null"])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            return result.stdoutString
+        }
+        let unicode = try onTerminal(locale: "C.UTF-8")
+        XCTAssertTrue(unicode.contains(bytes("█", "▒", "░") + "\r\n"), unicode)
+        let latin = try onTerminal(locale: "C")
+        XCTAssertTrue(latin.contains(expected[0] + "\r\n"), "ASCII on a terminal that is not UTF-8: \(latin)")
+
+        // --json keeps its members and adds the duration and the moov.
+        let json = try json(try mprobe(["cache", "ranges", url, "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual(Set(json.keys), ["url", "size", "ranges", "tracks", "duration", "moov"])
+        XCTAssertEqual(json["duration"] as? Double, 4.0)
+        XCTAssertEqual(json["moov"] as? [String: Int], ["offset": 153391, "size": 4715])
+    }
+
     func testCacheDirectoryResolutionOrder() throws {
         let data = randomBytes(1000, seed: 1)
         _ = try writeFile("www/x.bin", data)

@@ -57,7 +57,7 @@ final class PrefetchTests: XCTestCase {
         XCTAssertTrue(checked.ok, "\(checked.tracks)")
         XCTAssertEqual(checked.tracks.first { $0.kind == .video }?.frames ?? 0, 125, accuracy: 2)
         XCTAssertEqual(checked.fetch.requests, 0)
-        let buffered = try BufferedRanges.compute(nginx.url("/long.mp4"), session: try offline())
+        let buffered = try BufferedRanges.cachedMedia(nginx.url("/long.mp4"), session: try offline()).tracks
         for track in buffered where track.kind == .video || track.kind == .audio {
             XCTAssertTrue(track.ranges.contains { $0.lowerBound <= 12.3 && $0.upperBound >= 17.3 }, "\(track.ranges)")
         }

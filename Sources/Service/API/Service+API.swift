@@ -23,10 +23,10 @@ extension Service {
     func cacheRanges(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
         let resource = try cache.resource(for: url)
-        // Buffered times need the cached header; without it they are unknown (null), not an error.
-        let tracks = resource == nil ? nil
-            : try? BufferedRanges.compute(url, session: MediaSession(cache: cache, offline: true))
-        return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, tracks: tracks))
+        // Buffered times and the moov need the cached header; without it they are unknown (null), not an error.
+        let media = resource == nil ? nil
+            : try? BufferedRanges.cachedMedia(url, session: MediaSession(cache: cache, offline: true))
+        return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, media: media))
     }
 
     /// `DELETE /v1/cache?url=`.

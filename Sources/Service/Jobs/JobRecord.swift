@@ -37,8 +37,8 @@ public struct JobRecord: Sendable {
     public var started: Date?
     public var finished: Date?
 
-    /// `{"id", "type", "state", "progress", "result", "error", "created", "started", "finished"}`,
-    /// times in ISO 8601.
+    /// `{"id", "type", "state", "progress", "result", "error", "created", "started", "finished",
+    /// "request"}`, times in ISO 8601; `request` is the body the job was submitted with.
     var json: JSON {
         let result: JSON = self.result.map { .verbatim($0) } ?? .null
         let error: JSON = errorCode.map { .object([("code", .string($0)), ("message", .string(errorMessage ?? ""))]) } ?? .null
@@ -50,6 +50,8 @@ public struct JobRecord: Sendable {
             ("created", .string(JobRecord.iso(created))),
             ("started", started.map { .string(JobRecord.iso($0)) } ?? .null),
             ("finished", finished.map { .string(JobRecord.iso($0)) } ?? .null),
+            // Validated JSON when it was stored: what a client (the dashboard) shows of a job not yet done.
+            ("request", .verbatim(spec)),
         ])
     }
 

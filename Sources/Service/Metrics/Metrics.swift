@@ -55,6 +55,11 @@ public final class Metrics: Sendable {
         var cacheResources: Int
         var jobs: [(state: String, count: Int)]
         var originConnections: Int
+
+        /// Share of cache reads that were hits (0 before any read).
+        var hitRatio: Double {
+            cacheHits + cacheMisses > 0 ? Double(cacheHits) / Double(cacheHits + cacheMisses) : 0
+        }
     }
 
     /// The Prometheus text exposition (version 0.0.4).
@@ -75,9 +80,8 @@ public final class Metrics: Sendable {
         family("mprobe_cache_reads_total", "counter", "Cache reads, by result (hit: served without the origin).")
         out += "mprobe_cache_reads_total{result=\"hit\"} \(gauges.cacheHits)\n"
         out += "mprobe_cache_reads_total{result=\"miss\"} \(gauges.cacheMisses)\n"
-        let reads = gauges.cacheHits + gauges.cacheMisses
         family("mprobe_cache_hit_ratio", "gauge", "Share of cache reads that were hits.")
-        out += "mprobe_cache_hit_ratio \(reads > 0 ? Double(gauges.cacheHits) / Double(reads) : 0)\n"
+        out += "mprobe_cache_hit_ratio \(gauges.hitRatio)\n"
         family("mprobe_cache_bytes", "gauge", "Bytes stored in the cache.")
         out += "mprobe_cache_bytes \(gauges.cacheBytes)\n"
         family("mprobe_cache_max_bytes", "gauge", "The cache's size limit.")

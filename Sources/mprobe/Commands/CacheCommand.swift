@@ -16,7 +16,10 @@ enum CacheCommand: Command {
 
           stats    resources, stored bytes, limit, hits and misses
           ls       every cached resource: size, stored bytes, last access, URL
-          ranges   the byte ranges of URL that are cached (--json: "end" is exclusive)
+          ranges   the byte ranges of URL that are cached, drawn over the terminal's width:
+                   the bytes (# cached, + partly, . missing, M the moov, m the moov not all
+                   cached; blocks on a UTF-8 terminal) and each track's buffered time over
+                   the duration, then the ranges (--json: "end" is exclusive)
           rm       remove URL from the cache
           clear    remove everything
 
@@ -106,30 +109,33 @@ enum CacheCommand: Command {
     }
 
     private static func ranges(_ cache: ByteCache, url: String, options: GlobalOptions) throws -> ExitCode {
-        let rules = cache.urlRules
         let resource = try cache.resource(for: url)
         let ranges = resource?.ranges.ranges ?? []
-        // Buffered time ranges need the header from the cache; a resource whose header is not
-        // cached (or that is not media) has none, and that is not an error of this command.
-        let tracks: [TrackBuffer]? = resource == nil ? nil : try? BufferedRanges.compute(
+        // Buffered time ranges and the moov's place need the header from the cache; a resource
+        // whose header is not cached (or that is not media) has none, and that is not an error here.
+        let media: CachedMedia? = resource == nil ? nil : try? BufferedRanges.cachedMedia(
             url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
+        let shown = cache.urlRules.shown(url)
         if options.json {
-            Console.out(CacheReport.ranges(url: rules.shown(url), resource: resource, tracks: tracks).text)
-        } else if resource == nil {
-            Console.out("not cached: \(rules.shown(url))")
-        } else {
-            let size = resource?.size.map { "\($0)" } ?? "unknown"
-            Console.out("\(rules.shown(url)): size \(size), \(ranges.count) ranges, \(resource?.storedBytes ?? 0) bytes cached")
-            for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
-            if let tracks {
-                for t in tracks {
-                    let spans = t.ranges.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
-                    Console.out("  #\(t.index) \(t.kind.rawValue) buffered: " + (spans.isEmpty ? "nothing" : spans.joined(separator: ", ")))
-                }
-            } else {
-                Console.out("  buffered time ranges: unknown (the header is not cached)")
+            Console.out(CacheReport.ranges(url: shown, resource: resource, media: media).text)
+            return .success
+        }
+        guard let resource else {
+            Console.out("not cached: \(shown)")
+            return .success
+        }
+        var summary = [resource.size.map { "size \($0)" } ?? "size unknown", "\(ranges.count) ranges",
+                       "\(resource.storedBytes) bytes cached"]
+        if let duration = media?.duration { summary.append(String(format: "duration %.3f s", duration)) }
+        if let moov = media?.moov { summary.append("moov \(moov.lowerBound)-\(moov.upperBound - 1)") }
+        Console.out("\(shown): " + summary.joined(separator: ", "))
+        if let size = resource.size {
+            for line in CacheMap.lines(size: size, ranges: ranges, media: media, width: Terminal.width, charset: Terminal.mapCharset) {
+                Console.out(line)
             }
         }
+        if media == nil { Console.out("buffered time ranges: unknown (the header is not cached)") }
+        for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
         return .success
     }
 }

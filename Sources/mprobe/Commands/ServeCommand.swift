@@ -11,20 +11,24 @@ enum ServeCommand: Command {
                             [--workers N] [--timeout SECONDS] [--cacert FILE]
 
         Serves, over HTTP:
+          GET  /                           the dashboard, for a browser: cache, jobs, storyboards, probe, health
           GET  /v1/probe?url=URL           what `mprobe probe --json` prints
           POST /v1/jobs                    a prefetch or thumbnails job (JSON), answered 202
           GET  /v1/jobs[?state=S]          jobs, newest first;  GET|DELETE /v1/jobs/{id}
           GET  /v1/jobs/{id}/files/{name}  a thumbnail job's images, sprites, VTT and manifest
-          GET  /v1/cache                   cache statistics; GET /v1/cache/ranges?url=; DELETE /v1/cache?url=
+          GET  /v1/cache                   cache statistics; GET /v1/cache/ranges?url=; DELETE /v1/cache?url=;
+                                           GET /v1/cache/resources: every cached resource
           GET  /v1/stream?url=URL          the resource through the cache, with range requests: players
                                            play from here (cached bytes from disk, gaps fetched as needed)
-          GET  /healthz, GET /metrics      liveness (no token) and Prometheus metrics
+          GET  /healthz, GET /metrics      liveness (no token) and Prometheus metrics; GET /v1/health: the
+                                           numbers of /metrics a person reads, as JSON
         Jobs are kept in DIR/jobs.sqlite: a restart loses none and runs queued and interrupted ones
         again. See docs/service.md for every endpoint with curl.
 
           --listen HOST:PORT   address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6)
-          --token TOKEN        require Authorization: Bearer TOKEN on every endpoint but /healthz
-                               (/v1/stream and job files also take ?token=TOKEN, for players)
+          --token TOKEN        require Authorization: Bearer TOKEN on every endpoint but /healthz and
+                               the dashboard's files (the page asks for the token); /v1/stream and job
+                               files also take ?token=TOKEN, for players
           --token-file FILE    the token from FILE (first line), kept off the command line
           --allow-host H[:P]   an internal origin that may be fetched (repeatable); loopback, private,
                                link-local and unique-local addresses are refused otherwise
@@ -57,7 +61,7 @@ enum ServeCommand: Command {
         let stop = StopSignal()
         let service = try Service(config: config) { line in Console.writeStderr(line + "\n") }
         let shown = config.host.contains(":") ? "[\(config.host)]" : config.host
-        Console.writeStderr("mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory))\n")
+        Console.writeStderr("mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)); open it in a browser for the dashboard\n")
         stop.wait()
         Console.writeStderr("mprobe: stopping\n")
         service.stop(grace: 5)
