@@ -134,7 +134,8 @@ public struct DecoderDetails: Sendable {
     public var exportedOptions: [(String, String)]
 }
 
-/// `AV_DISPOSITION_*` flags of a stream.
+/// `AV_DISPOSITION_*` flags of a stream (those ffprobe 5.1 lists; its libavformat has one more,
+/// `non_diegetic`, which ffprobe does not print).
 public struct Disposition: OptionSet, Sendable {
     public let rawValue: Int32
     public init(rawValue: Int32) { self.rawValue = rawValue }
@@ -151,7 +152,6 @@ public struct Disposition: OptionSet, Sendable {
     public static let cleanEffects = Disposition(rawValue: 1 << 9)
     public static let attachedPicture = Disposition(rawValue: 1 << 10)
     public static let timedThumbnails = Disposition(rawValue: 1 << 11)
-    public static let nonDiegetic = Disposition(rawValue: 1 << 12)
     public static let captions = Disposition(rawValue: 1 << 16)
     public static let descriptions = Disposition(rawValue: 1 << 17)
     public static let metadata = Disposition(rawValue: 1 << 18)
