@@ -42,10 +42,3 @@ public struct Prober: Sendable {
         }
     }
 }
-
-extension OpenedInput {
-    /// What the user should hear about this input: the source's notes and a damaged box layout.
-    var warnings: [String] {
-        source.warnings + (layout?.damaged.map { ["\(source.input): \($0)"] } ?? [])
-    }
-}
