@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "TestSupport"]),
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
         .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "TestSupport"]),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit"]),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit", "MediaSource", "TestSupport"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),
     ],

@@ -13,6 +13,11 @@
 #include <libavutil/channel_layout.h>
 #include <libavutil/dict.h>
 #include <libavutil/opt.h>
+#include <libavutil/avstring.h>
+#include <libavutil/stereo3d.h>
+#include <libavutil/spherical.h>
+#include <libavutil/mastering_display_metadata.h>
+#include <libavutil/dovi_meta.h>
 #include <math.h>
 
 static inline int mp_averror(int posix_errno) { return AVERROR(posix_errno); }

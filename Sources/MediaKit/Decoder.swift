@@ -5,15 +5,23 @@ import Glibc
 
 /// A libavcodec decoder for one stream; the single owner of its `AVCodecContext`.
 final class Decoder {
-    private let context: UnsafeMutablePointer<AVCodecContext>
+    /// How the decoder may use threads.
+    enum Threading {
+        /// Frame and slice threads, as many as there are cores, as libavcodec picks.
+        case all
+        /// Threads that work inside one frame, with no frame of delay: for decoding single key frames.
+        case sliceOnly
+        /// None: libavcodec's default, which ffprobe keeps (no thread is started for a decoder never fed).
+        case none
+    }
+
+    let context: UnsafeMutablePointer<AVCodecContext>
     private let timeBase: AVRational
     private let frame: Frame
 
     /// The corresponding FFmpeg functions are `avcodec_find_decoder`, `avcodec_parameters_to_context`
     /// and `avcodec_open2`.
-    /// `sliceThreadsOnly`: threads that work inside one frame, with no frame of delay — for
-    /// decoding single key frames; otherwise frame and slice threads as libavcodec picks.
-    init(_ format: FormatContext, stream index: Int, sliceThreadsOnly: Bool = false) throws {
+    init(_ format: FormatContext, stream index: Int, threading: Threading = .all) throws {
         guard let stream = format.stream(index) else { throw MediaError.noTracks(detail: "no track #\(index)") }
         let par = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
@@ -28,8 +36,13 @@ final class Decoder {
         frame = try Frame()
         try FFmpegError.check(avcodec_parameters_to_context(ctx, par), "avcodec_parameters_to_context")
         ctx.pointee.pkt_timebase = stream.pointee.time_base
-        ctx.pointee.thread_count = 0 // as many as there are cores
-        if sliceThreadsOnly { ctx.pointee.thread_type = FF_THREAD_SLICE }
+        switch threading {
+        case .all: ctx.pointee.thread_count = 0 // as many as there are cores
+        case .sliceOnly:
+            ctx.pointee.thread_count = 0
+            ctx.pointee.thread_type = FF_THREAD_SLICE
+        case .none: break
+        }
         try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2")
     }
 

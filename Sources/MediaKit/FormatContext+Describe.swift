@@ -57,14 +57,33 @@ extension FormatContext {
         return info
     }
 
-    /// All entries of an `AVDictionary`, in order.
+    /// All entries of an `AVDictionary`, in order, as ffprobe prints them (`validatedText`).
     static func tags(_ dict: OpaquePointer?) -> [(String, String)] {
         var out: [(String, String)] = []
         var entry: UnsafeMutablePointer<AVDictionaryEntry>?
         while let e = av_dict_get(dict, "", entry, AV_DICT_IGNORE_SUFFIX) {
-            out.append((String(cString: e.pointee.key), String(cString: e.pointee.value)))
+            out.append((validatedText(e.pointee.key), validatedText(e.pointee.value)))
             entry = e
         }
         return out
+    }
+
+    /// Text from a container (tags are whatever bytes the file holds) with each sequence that is
+    /// not UTF-8 dropped, the way ffprobe's writers validate it by default, so both print the same.
+    /// The corresponding FFmpeg function is `av_utf8_decode`.
+    static func validatedText(_ text: UnsafePointer<CChar>) -> String {
+        let count = strlen(text)
+        return text.withMemoryRebound(to: UInt8.self, capacity: count) { start in
+            let end = start + count
+            var kept: [UInt8] = []
+            kept.reserveCapacity(count)
+            var next: UnsafePointer<UInt8>? = start
+            while let from = next, from < end {
+                var code: Int32 = 0
+                let valid = av_utf8_decode(&code, &next, end, 0) >= 0
+                if valid, let to = next { kept.append(contentsOf: UnsafeBufferPointer(start: from, count: to - from)) }
+            }
+            return String(decoding: kept, as: UTF8.self)
+        }
     }
 }

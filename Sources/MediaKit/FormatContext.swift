@@ -24,8 +24,13 @@ public final class FormatContext {
         context.pointee.interrupt_callback = AVIOInterruptCB(callback: avioInterrupt,
                                                              opaque: Unmanaged.passUnretained(bridge).toOpaque())
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        // As ffmpeg and ffprobe open inputs: an MPEG-TS demuxer reads every program's PMT, not
+        // only the first, before the header counts as read (other demuxers ignore the option).
+        var options: OpaquePointer?
+        av_dict_set(&options, "scan_all_pmts", "1", 0)
+        defer { av_dict_free(&options) }
         // The name only hints the format prober (by extension); bytes come from the bridge.
-        let rc = avformat_open_input(&opened, FormatContext.nameHint(source.input), nil, nil)
+        let rc = avformat_open_input(&opened, FormatContext.nameHint(source.input), nil, &options)
         guard rc >= 0, let opened else {
             // avformat_open_input freed the context; the bridge (our AVIOContext) goes with self.
             throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)

@@ -24,6 +24,11 @@ struct OpenedInput {
     /// What this job has cost so far.
     var cost: SourceCounters { source.counters.since(before) }
 
+    /// What the user should hear about this input: the source's notes and a damaged box layout.
+    var warnings: [String] {
+        source.warnings + (layout?.damaged.map { ["\(source.input): \($0)"] } ?? [])
+    }
+
     /// FFmpeg's error, said as what is wrong with the media.
     private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?,
                                    source: any MediaSource) -> MediaError {

@@ -24,9 +24,21 @@ public struct Prober: Sendable {
         var result = opened.context.describe(input: opened.source.input)
         result.size = try opened.source.size()
         result.layout = opened.layout
-        result.warnings = opened.source.warnings + (opened.layout?.damaged.map { ["\(opened.source.input): \($0)"] } ?? [])
+        result.warnings = opened.warnings
         result.fetch = opened.cost
         result.seconds = Date().timeIntervalSince(started)
         return result
+    }
+
+    /// Every field `ffprobe -show_format -show_streams` reports, read the way `probe` reads
+    /// (moov first, then libavformat from the cache), plus a decoder opened per stream as ffprobe
+    /// opens one. `streams` chooses streams as ffprobe's `-select_streams` does; nil for all.
+    public func details(_ input: String, session: MediaSession, streams: String? = nil) throws -> ProbeDetails {
+        try session.onOneVersion {
+            let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, walker: walker)
+            var details = try opened.context.details(input: opened.source.input, selecting: streams)
+            details.warnings = opened.warnings
+            return details
+        }
     }
 }

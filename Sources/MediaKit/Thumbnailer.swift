@@ -88,7 +88,7 @@ public struct Thumbnailer: Sendable {
         prefetcher.connections = connections
         try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
 
-        let decoder = try Decoder(context, stream: video, sliceThreadsOnly: !options.accurate)
+        let decoder = try Decoder(context, stream: video, threading: options.accurate ? .all : .sliceOnly)
         context.discardAllStreams(except: video)
         let scaler = Scaler()
         var sheets = options.sprite.map { SpriteSheets(layout: $0, count: targets.count, quality: options.quality) }

@@ -19,11 +19,20 @@ public enum JSON: Sendable {
 
     public var text: String {
         var out = ""
-        write(to: &out)
+        write(to: &out, indent: nil, level: 0)
         return out
     }
 
-    private func write(to out: inout String) {
+    /// The value over several lines, each member or item on its own line indented by `width`
+    /// spaces a level, as ffprobe's JSON writer lays it out (an empty object or array keeps an
+    /// empty line between its brackets there, and here too).
+    public func text(indentedBy width: Int) -> String {
+        var out = ""
+        write(to: &out, indent: width, level: 0)
+        return out
+    }
+
+    private func write(to out: inout String, indent: Int?, level: Int) {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
@@ -33,20 +42,30 @@ public enum JSON: Sendable {
         case .verbatim(let text): out += text
         case .array(let items):
             out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += ", " }
-                item.write(to: &out)
-            }
+            JSON.writeMembers(items.map { (nil, $0) }, to: &out, indent: indent, level: level)
             out += "]"
         case .object(let members):
             out += "{"
-            for (i, (key, value)) in members.enumerated() {
-                if i > 0 { out += ", " }
-                JSON.escape(key, into: &out)
-                out += ": "
-                value.write(to: &out)
-            }
+            JSON.writeMembers(members.map { ($0.0, $0.1) }, to: &out, indent: indent, level: level)
             out += "}"
+        }
+    }
+
+    /// The members of an object (with keys) or the items of an array (without), between its brackets.
+    private static func writeMembers(_ members: [(String?, JSON)], to out: inout String, indent: Int?, level: Int) {
+        let inner = indent.map { "\n" + String(repeating: " ", count: $0 * (level + 1)) } ?? ""
+        for (i, (key, value)) in members.enumerated() {
+            out += i > 0 ? (indent == nil ? ", " : ",") : ""
+            out += inner
+            if let key {
+                escape(key, into: &out)
+                out += ": "
+            }
+            value.write(to: &out, indent: indent, level: level + 1)
+        }
+        if let indent {
+            out += members.isEmpty ? "\n\n" : "\n"
+            out += String(repeating: " ", count: indent * level)
         }
     }
 
@@ -59,6 +78,8 @@ public enum JSON: Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
             case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }

@@ -127,8 +127,11 @@ public final class Service: Sendable {
         return try body()
     }
 
-    func json(_ value: JSON, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array((value.text + "\n").utf8)))
+    func json(_ value: JSON, status: Int = 200) -> HTTPResponse { json(text: value.text, status: status) }
+
+    /// JSON already written out (ffprobe's layout), ended by a newline.
+    func json(text: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array((text + "\n").utf8)))
     }
 
     /// The `url` query parameter, checked: present, http(s), no credentials, an origin we may fetch.

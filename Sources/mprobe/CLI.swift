@@ -3,7 +3,7 @@ import Foundation
 /// The mprobe CLI: a thin layer over the libraries that parses arguments, prints, and maps
 /// errors to exit codes.
 enum CLI {
-    static let commands: [any Command.Type] = [ProbeCommand.self, PrefetchCommand.self, CheckCommand.self, ThumbsCommand.self, CatCommand.self, CacheCommand.self, ServeCommand.self]
+    static let commands: [any Command.Type] = [ProbeCommand.self, PrefetchCommand.self, CheckCommand.self, ThumbsCommand.self, CatCommand.self, CacheCommand.self, ServeCommand.self, FFprobeCommand.self]
 
 static func mainHelp() -> String {
     let list = commands.map { "  \($0.name.padding(toLength: 10, withPad: " ", startingAt: 0))\($0.summary)" }
@@ -56,13 +56,7 @@ static func runMain(_ argv: [String]) -> ExitCode {
         return .usage
     }
     do {
-        let args = try Arguments(argv, valueOptions: command.valueOptions,
-                                 flagOptions: command.flagOptions, optionalValues: command.optionalValues)
-        if args.flag("help") {
-            Console.out(command.help)
-            return .success
-        }
-        return try command.run(args)
+        return try command.main(argv)
     } catch let error as UsageError {
         Console.error("\(error.description) (see mprobe \(command.name) --help)")
         return .usage

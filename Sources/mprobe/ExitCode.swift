@@ -7,7 +7,8 @@ import Reports
 /// The process exit statuses, documented in `--help` and the README.
 enum ExitCode: Int32, CaseIterable {
     case success = 0
-    /// Some inputs of a batch failed (each is reported).
+    /// Some inputs of a batch failed (each is reported); for `mprobe ffprobe`, as for ffprobe, the
+    /// input could not be read.
     case partialFailure = 1
     case usage = 2
     /// The origin could not be reached or answered with an error.
@@ -25,7 +26,7 @@ enum ExitCode: Int32, CaseIterable {
     var meaning: String {
         switch self {
         case .success: return "success"
-        case .partialFailure: return "some inputs of a batch failed"
+        case .partialFailure: return "some inputs of a batch failed (mprobe ffprobe: the input could not be read)"
         case .usage: return "usage error (unknown option, bad value)"
         case .network: return "network or HTTP error (unreachable, 4xx/5xx, timeout, TLS)"
         case .offlineMiss: return "--offline and the needed bytes are not cached"

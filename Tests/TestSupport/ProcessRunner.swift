@@ -133,7 +133,13 @@ public func runProcess(_ executable: String, _ args: [String], environment: [Str
                                         stderr: String(decoding: err.value, as: UTF8.self))
     }
     // A grandchild that inherited the pipes could keep them open forever; don't hang on it.
-    _ = readers.wait(timeout: .now() + 10)
+    if readers.wait(timeout: .now() + 10) == .success {
+        // Foundation does not close the read ends when the pipes go away: close them once the
+        // readers are done, or a run of hundreds of processes leaves descriptors past
+        // FD_SETSIZE, where libmicrohttpd's select() cannot listen any more.
+        try? outPipe.fileHandleForReading.close()
+        try? errPipe.fileHandleForReading.close()
+    }
     let status = process.terminationReason == .uncaughtSignal
         ? 128 + process.terminationStatus : process.terminationStatus
     return ProcessResult(status: status, stdout: out.value, stderr: String(decoding: err.value, as: UTF8.self))

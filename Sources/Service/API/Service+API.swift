@@ -10,11 +10,15 @@ import URLSupport
 extension Service {
     // MARK: Probe
 
-    /// `GET /v1/probe?url=URL`: the object `mprobe probe --json` prints.
+    /// `GET /v1/probe?url=URL`: the object `mprobe probe --json` prints; with `&of=ffprobe`, what
+    /// `mprobe probe --of ffprobe` prints (ffprobe's `-show_format -show_streams` JSON, its layout).
     func probe(_ request: HTTPRequest) throws -> HTTPResponse {
+        let output = request.query["of"] ?? "mprobe"
+        guard output == "mprobe" || output == "ffprobe" else { throw APIError.badRequest("of must be mprobe or ffprobe") }
         let url = try originURL(request)
-        let result = try Prober().probe(url, session: session.job(cancellation: Cancellation()))
-        return json(ProbeReport.json(result))
+        let job = session.job(cancellation: Cancellation())
+        if output == "ffprobe" { return json(text: FFprobeReport.text(try Prober().details(url, session: job))) }
+        return json(ProbeReport.json(try Prober().probe(url, session: job)))
     }
 
     // MARK: Cache

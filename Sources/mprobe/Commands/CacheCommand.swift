@@ -6,7 +6,7 @@ import Reports
 import URLSupport
 
 /// `mprobe cache stats|ls|clear|rm URL|ranges URL`.
-enum CacheCommand: Command {
+enum CacheCommand: OptionCommand {
     static let name = "cache"
     static let summary = "inspect or clear the cache (stats, ls, ranges, rm, clear)"
     static let help = """

@@ -2,7 +2,7 @@ import MediaSource
 import URLSupport
 
 /// `mprobe cat URL [--range A-B]`: the bytes, through the cache, to stdout.
-enum CatCommand: Command {
+enum CatCommand: OptionCommand {
     static let name = "cat"
     static let summary = "write a resource's bytes (through the cache) to stdout"
     static let help = """

@@ -3,7 +3,7 @@ import MediaKit
 import Reports
 
 /// `mprobe check URL`: decode a window, the "will it play" check.
-enum CheckCommand: Command {
+enum CheckCommand: OptionCommand {
     static let name = "check"
     static let summary = "decode a window of each track: will it play (also --offline)"
     static let help = """

@@ -1,9 +1,17 @@
-/// One subcommand: its help text, the options it accepts and what it does.
+/// One subcommand: its help text and what it does with the arguments after its name.
 protocol Command: Sendable {
     static var name: String { get }
     static var summary: String { get }
     /// Full help shown by `mprobe help NAME` and `mprobe NAME --help`.
     static var help: String { get }
+    /// Parses `argv` (what follows the command's name) and runs. A `UsageError` is reported
+    /// with a pointer to the command's help.
+    static func main(_ argv: [String]) throws -> ExitCode
+}
+
+/// A command with mprobe's own option syntax (`--name value`, `--flag`), parsed by `Arguments`
+/// against the options it declares.
+protocol OptionCommand: Command {
     static var valueOptions: Set<String> { get }
     static var flagOptions: Set<String> { get }
     /// Flags that may carry a value, with the pattern a following argument must match to be it.
@@ -11,6 +19,15 @@ protocol Command: Sendable {
     static func run(_ args: Arguments) throws -> ExitCode
 }
 
-extension Command {
+extension OptionCommand {
     static var optionalValues: [String: String] { [:] }
+
+    static func main(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, valueOptions: valueOptions, flagOptions: flagOptions, optionalValues: optionalValues)
+        if args.flag("help") {
+            Console.out(help)
+            return .success
+        }
+        return try run(args)
+    }
 }

@@ -4,7 +4,7 @@ import MediaSource
 import Reports
 
 /// `mprobe prefetch URL...`: warm the cache with what a player needs to start at T.
-enum PrefetchCommand: Command {
+enum PrefetchCommand: OptionCommand {
     static let name = "prefetch"
     static let summary = "cache the bytes a player needs to start at T and play N seconds"
     static let help = """

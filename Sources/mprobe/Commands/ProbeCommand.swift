@@ -4,12 +4,12 @@ import MediaSource
 import Reports
 
 /// `mprobe [probe] URL... [--json]`: container, duration, tracks and MP4 layout.
-enum ProbeCommand: Command {
+enum ProbeCommand: OptionCommand {
     static let name = "probe"
     static let summary = "duration, container, tracks and moov position (the default command)"
     static let help = """
         Usage: mprobe URL|PATH...            (same as mprobe probe)
-               mprobe probe URL|PATH... [--json] [--fast] [-j N] [-i FILE|-]
+               mprobe probe URL|PATH... [--json | --of ffprobe] [--fast] [-j N] [-i FILE|-]
 
         Reports the container, duration, size, bit rate and every track (codec, profile, size,
         frame rate, pixel format, sample rate, channels, language, rotation), and for MP4/MOV
@@ -23,6 +23,9 @@ enum ProbeCommand: Command {
         --fast skips that step: header fields only, no sample data.
 
           --json        one JSON object per input (JSON Lines for several inputs)
+          --of ffprobe  what `ffprobe -v error -of json -show_format -show_streams` prints, key for
+                        key (one object per input, laid out as ffprobe does); --of mprobe (the
+                        default) is mprobe's own report. See also `mprobe ffprobe`.
           --fast        header only: no sample data is read
           -j N          probe N inputs at once (default 4); output stays in input order
           -i FILE       read inputs from FILE, one per line ('-' for stdin)
@@ -33,13 +36,20 @@ enum ProbeCommand: Command {
 
         \(GlobalOptions.help)
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["jobs", "i"])
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["jobs", "i", "of"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["fast"])
+
+    /// `--of`: mprobe's report (human, or `--json`), or ffprobe's JSON.
+    enum Output: String { case mprobe, ffprobe }
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = try GlobalOptions(args)
         let inputs = try InputList(operands: args.positionals, listFile: args.value("i"))
         let jobs = try jobsOption(args)
+        guard let output = Output(rawValue: args.value("of") ?? "mprobe") else {
+            throw UsageError("--of needs ffprobe or mprobe, got '\(args.value("of") ?? "")'")
+        }
+        if output == .ffprobe && options.json { throw UsageError("--json and --of ffprobe are two outputs: give one") }
         let verbose = args.flag("verbose")
         if verbose { FFmpegLog.showWarnings() }
         let session = try options.session()
@@ -47,22 +57,34 @@ enum ProbeCommand: Command {
         prober.fast = args.flag("fast")
         let probe = prober
         var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
-        let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
-            Result { try probe.probe(input, session: session) }
-        }, emit: { _, input, result in
-            switch result {
-            case .success(let r):
+        let count: Int
+        switch output {
+        case .mprobe:
+            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.probe($0, session: session) }) { r in
                 for warning in r.warnings { Console.warning(warning) }
-                if options.json {
-                    Console.out(ProbeReport.json(r).text)
-                } else {
-                    Console.out(ProbeOutput.human(r, verbose: verbose))
-                }
-            case .failure(let error):
-                failures.report(input: input, error: error)
+                Console.out(options.json ? ProbeReport.json(r).text : ProbeOutput.human(r, verbose: verbose))
             }
-        })
+        case .ffprobe:
+            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.details($0, session: session) }) { details in
+                for warning in details.warnings { Console.warning(warning) }
+                Console.out(FFprobeReport.text(details))
+            }
+        }
         guard count > 0 else { throw UsageError("probe needs at least one URL or path") }
         return failures.exitCode(inputs: count)
+    }
+
+    /// Runs `work` on every input, `-j` at a time, and hands each result to `emit` in input order;
+    /// failures are reported as they come. Returns how many inputs there were.
+    private static func run<R>(_ inputs: InputList, jobs: Int, failures: inout BatchFailures,
+                               work: @escaping @Sendable (String) throws -> R, emit: (R) -> Void) -> Int {
+        Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
+            Result { try work(input) }
+        }, emit: { _, input, result in
+            switch result {
+            case .success(let r): emit(r)
+            case .failure(let error): failures.report(input: input, error: error)
+            }
+        })
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Service
 
 /// `mprobe serve`: the HTTP API, persistent jobs and the caching range proxy.
-enum ServeCommand: Command {
+enum ServeCommand: OptionCommand {
     static let name = "serve"
     static let summary = "run the HTTP API, jobs and the caching range proxy for players"
     static let help = """

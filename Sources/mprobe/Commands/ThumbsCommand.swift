@@ -3,7 +3,7 @@ import MediaKit
 import Reports
 
 /// `mprobe thumbs URL...`: key-frame thumbnails, a sprite sheet and a WebVTT storyboard.
-enum ThumbsCommand: Command {
+enum ThumbsCommand: OptionCommand {
     static let name = "thumbs"
     static let summary = "thumbnails from key frames, a sprite sheet and a WebVTT storyboard"
     static let help = """
