@@ -63,6 +63,9 @@ final class CredentialTests: CLITestCase {
         outputs.append(try mprobe([url, "--json"] + headers))
         outputs.append(try mprobe(["thumbs", url, "--count", "2", "--sprite", "--json", "--out", out] + headers))
         outputs.append(try mprobe(["prefetch", url, "--seconds", "1", "--json"] + headers))
+        outputs.append(try mprobe(["probe", url, "--of", "ffprobe"] + headers))
+        outputs.append(try mprobe(["ffprobe", "-v", "error", "-of", "json", "-show_format", url, "--header", "X-Api-Key: hdrSECRET",
+                                   "--cache-key", "s3", "--cache-dir", cacheDir]))
         outputs.append(try mprobe(["cache", "ls", "--json"] + headers))
         outputs.append(try mprobe(["cache", "ranges", url] + headers))
         outputs.append(try mprobe([server.url("/missing.mp4?X-Amz-Signature=sigSECRET")] + headers, expect: 3))
