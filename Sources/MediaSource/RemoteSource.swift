@@ -94,7 +94,8 @@ public final class RemoteSource: MediaSource {
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         precondition(offset >= 0, "negative offset")
-        guard buffer.count > 0 else { return 0 }
+        // No origin may claim a size past this, so nothing is there (and offsets stay far from overflow).
+        guard buffer.count > 0, offset < ResponseInfo.maxResourceSize else { return 0 }
         var fetched = false
         while true {
             try ensureOneVersion()

@@ -50,6 +50,26 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertLessThanOrEqual(sent, Int64(data.count), "cached bytes are served from disk: \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
     }
 
+    /// A first request whose range starts past any size an origin may have (the largest Int64
+    /// included), on a URL whose size is not yet known: 416 with the real size, and the service
+    /// lives on (it used to die of an arithmetic overflow).
+    func testARangePastAnyPossibleSizeIsUnsatisfiable() throws {
+        let data = randomBytes(5000, seed: 64)
+        let origin = try FaultServer()
+        origin.route("/v.mp4", .serve(body: data))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        for (i, range) in ["bytes=9223372036854775807-", "bytes=9223372036854775806-9223372036854775807",
+                           "bytes=1125899906842624-", "bytes=5000-"].enumerated() {
+            let url = service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=\(i)"))
+            let reply = try HTTPClient.request("GET", url, headers: ["Range": range])
+            XCTAssertEqual(reply.status, 416, range)
+            XCTAssertEqual(reply.headers["content-range"], "bytes */5000", range)
+        }
+        let whole = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=whole")))
+        XCTAssertTrue(whole.status == 200 && whole.body == data)
+    }
+
     func testBytesStreamAsTheyArriveAndPlayersShareFetches() throws {
         let data = randomBytes(4_000_000, seed: 62)
         let origin = try FaultServer()
