@@ -194,6 +194,7 @@ extension ByteCache {
         let layout = CacheDirectory(path: directory)
         guard let top = try FileStatus(directory, followingLinks: true) else { return }
         try top.requireOwnDirectory(directory)
+        try layout.requireCache()
         let aside = try CacheDirectory.names(in: directory)
             .filter { $0.hasPrefix("index.sqlite" + CacheDirectory.asideMarker) }
             .map { directory + "/" + $0 }

@@ -8,17 +8,63 @@ import Glibc
 ///
 /// The cache directory itself may be a symbolic link (`~/.cache` often is); `data/` and the
 /// index files may not, because no writer of ours makes them so.
+///
+/// A directory is used only if it is new, empty, or already a cache (it has an index or our
+/// `CACHEDIR.TAG`): a mistyped `--cache-dir` naming a home or project directory must never have
+/// its mode changed or its `data/` emptied. Only files named as data files are ever removed.
 struct CacheDirectory: Sendable {
     let path: String
 
     var indexPath: String { path + "/index.sqlite" }
     var dataPath: String { path + "/data" }
+    /// Marks the directory as a cache, to mprobe and (by the Cache Directory Tagging convention,
+    /// whose first line this is) to backup tools, which then skip it.
+    var tagPath: String { path + "/CACHEDIR.TAG" }
+    static let tagText = "Signature: 8a477f597d28d172789f06886806bc55\n"
+        + "# This directory is mprobe's cache of media bytes; `mprobe cache clear` empties it.\n"
     /// The index and the files SQLite keeps next to it.
     var indexFiles: [String] { ["", "-wal", "-shm", "-journal"].map { indexPath + $0 } }
     static let asideMarker = ".corrupt-"
 
     func dataFile(_ generation: StoreGeneration) -> String {
         "\(dataPath)/\(generation.row)-\(generation.number).bin"
+    }
+
+    /// Whether `name` in `data/` is one of ours (`<row>-<number>.bin`).
+    static func isDataFileName(_ name: String) -> Bool {
+        guard name.hasSuffix(".bin") else { return false }
+        let parts = name.dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
+        return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
+    }
+
+    /// Throws unless the directory is empty or a cache (an index, or our tag, in it).
+    func requireCache() throws {
+        let names = try CacheDirectory.names(in: path)
+        guard !names.isEmpty, !names.contains("index.sqlite") else { return }
+        if names.contains("CACHEDIR.TAG"), tagIsOurs { return }
+        throw CacheError.notACache(path: path, holds: names.sorted())
+    }
+
+    /// Whether `CACHEDIR.TAG` is the one we write (other tools tag their caches too).
+    private var tagIsOurs: Bool {
+        let fd = open(tagPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 512)
+        let n = read(fd, &bytes, bytes.count)
+        return n > 0 && String(decoding: bytes.prefix(n), as: UTF8.self) == CacheDirectory.tagText
+    }
+
+    /// Writes the tag unless it is there; a full disk only delays it (the index marks the cache too).
+    private func writeTag() throws {
+        let fd = open(tagPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            if [EEXIST, ENOSPC, EDQUOT, EROFS].contains(errno) { return }
+            throw CacheError.io(function: "open", path: tagPath, errno: errno)
+        }
+        defer { close(fd) }
+        let text = Array(CacheDirectory.tagText.utf8)
+        if write(fd, text, text.count) != text.count { unlink(tagPath) } // a partial tag is no tag
     }
 
     /// Makes the directory and `data/` (0700) if missing, tightens loose modes of what is there,
@@ -30,8 +76,10 @@ struct CacheDirectory: Sendable {
             throw CacheError.io(function: "stat", path: path, errno: ENOENT)
         }
         try top.requireOwnDirectory(path)
+        try requireCache()
         let writable = faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
         try top.tighten(path, to: 0o700)
+        if writable { try writeTag() }
 
         var data = try FileStatus(dataPath, followingLinks: false)
         if data == nil && writable {
@@ -94,10 +142,11 @@ struct CacheDirectory: Sendable {
         return names
     }
 
-    /// Removes every file in `data/` (data files of an index that is gone).
+    /// Removes the data files in `data/` (of an index that is gone), those `matches` chooses;
+    /// anything else there is left alone.
     func removeDataFiles(where matches: (String) -> Bool = { _ in true }) throws {
         guard try FileStatus(dataPath, followingLinks: false) != nil else { return }
-        for name in try CacheDirectory.names(in: dataPath) where matches(name) {
+        for name in try CacheDirectory.names(in: dataPath) where CacheDirectory.isDataFileName(name) && matches(name) {
             try CacheDirectory.remove(dataPath + "/" + name)
         }
     }

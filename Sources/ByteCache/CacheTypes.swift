@@ -69,6 +69,8 @@ public enum CacheError: Error, CustomStringConvertible {
     /// The cache is open read-only (a read-only directory or file system, or an index that could
     /// not be opened for writing), and this operation needs to write.
     case readOnly(path: String, reason: String)
+    /// The directory holds files and is not a cache: nothing in it is touched.
+    case notACache(path: String, holds: [String])
 
     public var description: String {
         switch self {
@@ -80,6 +82,10 @@ public enum CacheError: Error, CustomStringConvertible {
             return "refusing to use \(path) as part of the cache: \(reason)"
         case .readOnly(let path, let reason):
             return "cannot write to the cache in \(path): \(reason)"
+        case .notACache(let path, let holds):
+            let shown = holds.prefix(3).joined(separator: ", ") + (holds.count > 3 ? ", …" : "")
+            return "\(path) is not an mprobe cache: it already holds other files (\(shown)); "
+                + "give the cache a new or empty directory"
         }
     }
 }

@@ -68,7 +68,8 @@ final class CachePermissionTests: XCTestCase {
         let path = dir.file("cache")
         let elsewhere = dir.file("elsewhere")
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        do { _ = try ByteCache(directory: path) } // a cache, whose data/ is then replaced by a link
+        try FileManager.default.removeItem(atPath: path + "/data")
         XCTAssertEqual(symlink(elsewhere, path + "/data"), 0)
         XCTAssertThrowsError(try ByteCache(directory: path).entry(for: "http://o.test/a")) { error in
             XCTAssertTrue(error is CacheError, "\(error)")
@@ -101,5 +102,46 @@ final class CachePermissionTests: XCTestCase {
                 XCTAssertFalse("\(error)".contains("NSCocoaErrorDomain"), "\(error)")
             }
         }
+    }
+
+    /// A mistyped --cache-dir naming a project or home directory: refused, and nothing in it changes
+    /// (its mode, its files, the files of its own `data/`), for opening and for `cache clear` alike.
+    func testADirectoryThatIsNotACacheIsLeftAlone() throws {
+        let dir = try TempDirectory()
+        let project = dir.file("project")
+        try FileManager.default.createDirectory(atPath: project + "/data/results", withIntermediateDirectories: true)
+        try Data("three years of work".utf8).write(to: URL(fileURLWithPath: project + "/data/thesis.txt"))
+        try Data("1,2".utf8).write(to: URL(fileURLWithPath: project + "/data/1-1.bin"))
+        chmod(project, 0o755)
+        for attempt in [{ _ = try ByteCache(directory: project) }, { try ByteCache.reset(directory: project) }] {
+            XCTAssertThrowsError(try attempt()) { error in
+                XCTAssertTrue("\(error)".contains("is not an mprobe cache"), "\(error)")
+                XCTAssertTrue("\(error)".contains("data"), "names what is there: \(error)")
+            }
+        }
+        XCTAssertEqual(try mode(project), 0o755)
+        XCTAssertEqual(contents(of: project), ["data"])
+        XCTAssertEqual(contents(of: project + "/data").sorted(), ["1-1.bin", "results", "thesis.txt"])
+        // Another tool's CACHEDIR.TAG does not make it ours either.
+        try Data("Signature: 8a477f597d28d172789f06886806bc55\n".utf8).write(to: URL(fileURLWithPath: project + "/CACHEDIR.TAG"))
+        XCTAssertThrowsError(try ByteCache(directory: project))
+    }
+
+    /// An empty directory becomes a cache, tagged so that the next open (even before an index
+    /// exists) and backup tools know it; files in `data/` that are not data files survive a new index.
+    func testAnEmptyDirectoryBecomesATaggedCacheAndOnlyDataFilesAreEverRemoved() throws {
+        let dir = try TempDirectory()
+        let path = dir.file("empty")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        do { _ = try ByteCache(directory: path) }
+        let tag = try String(contentsOfFile: path + "/CACHEDIR.TAG", encoding: .utf8)
+        XCTAssertTrue(tag.hasPrefix("Signature: 8a477f597d28d172789f06886806bc55"), tag)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: path + "/data/notes.txt"))
+        for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] { unlink(path + "/" + file) }
+        let entry = try ByteCache(directory: path).entry(for: "http://o.test/a") // a new index, by the tag
+        try write(entry, [7], at: 0)
+        try entry.commit()
+        try ByteCache.reset(directory: path)
+        XCTAssertEqual(contents(of: path + "/data"), ["notes.txt"])
     }
 }
