@@ -32,7 +32,7 @@ public final class Service: Sendable {
         self.config = config
         self.log = log
         guardian = try OriginGuard(allowHosts: config.allowHosts)
-        token = config.token.map(AccessToken.init)
+        token = try config.token.map(AccessToken.init)
         cache = try ByteCache(directory: config.cacheDirectory, maxBytes: config.maxCacheBytes,
                               urlRules: config.fetchOptions.urlRules)
         var fetchOptions = config.fetchOptions

@@ -59,6 +59,26 @@ final class ServeCommandTests: CLITestCase {
         throw TestSupportError.timedOut(command: "job \(id)", seconds: timeout, stderr: "")
     }
 
+    /// Options that would start an open or broken service are usage errors (exit 2) before
+    /// anything listens: a token file whose first line is blank (it once gave an empty token
+    /// that `Bearer ` matched), a blank token, a non-loopback address without a token.
+    func testUnsafeOrBadOptionsAreRefusedBeforeListening() throws {
+        let blank = try writeFile("blank-token", Array("   \nrealsecret\n".utf8))
+        let empty = try writeFile("empty-token", [])
+        let cases: [([String], String)] = [
+            (["--token-file", blank], "holds no token"), (["--token-file", empty], "holds no token"),
+            (["--token", "  "], "--token needs a value"), (["--token", "a", "--token-file", blank], "only one of"),
+            (["--listen", "0.0.0.0:0"], "give --token"), (["--listen", "[::]:0"], "give --token"),
+            (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
+            (["--token-file", dir.file("missing")], "cannot read it"),
+        ]
+        for (args, message) in cases {
+            let result = try mprobe(["serve", "--cache-dir", cacheDir] + args, expect: 2)
+            XCTAssertTrue(result.stderr.contains(message), "\(args): \(result.stderr)")
+            XCTAssertFalse(result.stderr.contains("serving on"), "\(args)")
+        }
+    }
+
     /// The end-to-end promise: prefetch through the service, stop the origin, play through the proxy.
     func testAPrefetchedWindowPlaysThroughTheProxyWithTheOriginGone() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)

@@ -4,7 +4,14 @@ import Foundation
 struct AccessToken: Sendable {
     private let secret: [UInt8]
 
-    init(_ secret: String) { self.secret = Array(secret.utf8) }
+    /// Refuses a token that is empty once spaces are trimmed: `Bearer ` with nothing after it
+    /// would match it.
+    init(_ secret: String) throws {
+        guard !secret.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ServiceError.configuration("the access token is empty")
+        }
+        self.secret = Array(secret.utf8)
+    }
 
     /// True when `request` carries the token: `Authorization: Bearer T`, or `?token=T` where
     /// `queryAllowed` (players and `<video>` elements cannot set headers).

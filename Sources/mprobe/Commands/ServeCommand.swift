@@ -25,7 +25,8 @@ enum ServeCommand: OptionCommand {
         Jobs are kept in DIR/jobs.sqlite: a restart loses none and runs queued and interrupted ones
         again. See docs/service.md for every endpoint with curl.
 
-          --listen HOST:PORT   address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6)
+          --listen HOST:PORT   address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6);
+                               any other than loopback needs a token
           --token TOKEN        require Authorization: Bearer TOKEN on every endpoint but /healthz and
                                the dashboard's files (the page asks for the token); /v1/stream and job
                                files also take ?token=TOKEN, for players
@@ -51,6 +52,10 @@ enum ServeCommand: OptionCommand {
         var config = ServiceConfig(cacheDirectory: options.cacheDirectory)
         (config.host, config.port) = try listenAddress(args.value("listen") ?? "127.0.0.1:8080")
         config.token = try token(args)
+        guard config.token != nil || isLoopback(config.host) else {
+            throw UsageError("--listen \(config.host) is reachable from other machines: give --token or --token-file, "
+                             + "or listen on 127.0.0.1")
+        }
         config.allowHosts = args.allValues("allow-host")
         config.maxCacheBytes = try options.maxCacheBytes()
         config.fetchOptions = try options.fetchOptions()
@@ -84,6 +89,10 @@ enum ServeCommand: OptionCommand {
         return (host, port)
     }
 
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
     static func token(_ args: Arguments) throws -> String? {
         if args.value("token") != nil && args.value("token-file") != nil {
             throw UsageError("use only one of --token and --token-file")
@@ -92,12 +101,13 @@ enum ServeCommand: OptionCommand {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw UsageError("--token-file \(file): cannot read it")
             }
-            let token = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            guard !token.isEmpty else { throw UsageError("--token-file \(file) holds no token") }
-            return token.trimmingCharacters(in: .whitespaces)
+            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let token = line.trimmingCharacters(in: .whitespaces)
+            guard !token.isEmpty else { throw UsageError("--token-file \(file): its first line holds no token") }
+            return token
         }
         if let token = args.value("token") {
-            guard !token.isEmpty else { throw UsageError("--token needs a value") }
+            guard !token.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--token needs a value") }
             return token
         }
         return nil
