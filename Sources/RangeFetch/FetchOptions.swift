@@ -34,6 +34,8 @@ public struct FetchOptions: Sendable {
     /// new host), whether the address it resolved to may be used: `(ip, port)`, the IP as a
     /// numeric literal. Nil allows every address. The service's guard against server-side request
     /// forgery: the check is on the address actually connected to, so DNS tricks do not pass it.
+    /// With a policy no proxy is used (`proxy`, and `http_proxy` and the like, are ignored): the
+    /// address connected to would be the proxy's.
     public var connectionPolicy: (@Sendable (_ ip: String, _ port: Int) -> Bool)?
 
     public init() {}

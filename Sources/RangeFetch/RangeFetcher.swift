@@ -174,7 +174,13 @@ public final class RangeFetcher: Sendable {
         try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)
         try easy.set(CURLOPT_USERAGENT, options.userAgent)
         if let ca = options.caCertPath { try easy.set(CURLOPT_CAINFO, ca) }
-        if let proxy = options.proxy { try easy.set(CURLOPT_PROXY, proxy) }
+        if options.connectionPolicy != nil {
+            // Through a proxy the policy would only ever see the proxy's address, never the
+            // origin's (or a redirect's): an empty string turns proxies off, the environment's too.
+            try easy.set(CURLOPT_PROXY, "")
+        } else if let proxy = options.proxy {
+            try easy.set(CURLOPT_PROXY, proxy)
+        }
         if options.locationTrusted { try easy.set(CURLOPT_UNRESTRICTED_AUTH, 1) }
         try easy.setWriteCallback(transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)

@@ -31,6 +31,10 @@ public final class Service: Sendable {
     public init(config: ServiceConfig, log: @escaping @Sendable (String) -> Void) throws {
         self.config = config
         self.log = log
+        guard config.fetchOptions.proxy == nil else {
+            throw ServiceError.configuration("the service connects to origins directly, to check each one's address "
+                                             + "against the origin guard; it cannot use a proxy")
+        }
         guardian = try OriginGuard(allowHosts: config.allowHosts)
         token = try config.token.map(AccessToken.init)
         cache = try ByteCache(directory: config.cacheDirectory, maxBytes: config.maxCacheBytes,

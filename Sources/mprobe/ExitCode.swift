@@ -3,6 +3,7 @@ import MediaKit
 import MediaSource
 import RangeFetch
 import Reports
+import Service
 
 /// The process exit statuses, documented in `--help` and the README.
 enum ExitCode: Int32, CaseIterable {
@@ -56,6 +57,9 @@ enum ExitCode: Int32, CaseIterable {
         case let e as MediaError: return e == .interrupted ? .cancelled : .media
         case is CancellationError: return .cancelled
         case is FFmpegError: return .media
+        case let e as ServiceError:
+            if case .configuration = e { return .usage }
+            return .localIO // the address cannot be listened on
         default: return .internalError
         }
     }

@@ -11,10 +11,11 @@ final class ServeCommandTests: CLITestCase {
         let log: String
         private(set) var port = 0
 
-        init(_ args: [String], log: String) throws {
+        init(_ args: [String], log: String, environment: [String: String] = [:]) throws {
             self.log = log
             FileManager.default.createFile(atPath: log, contents: nil)
             process.executableURL = URL(fileURLWithPath: try mprobeBinary())
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             process.arguments = ["serve", "--listen", "127.0.0.1:0"] + args
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle(forWritingAtPath: log)
@@ -70,13 +71,38 @@ final class ServeCommandTests: CLITestCase {
             (["--token", "  "], "--token needs a value"), (["--token", "a", "--token-file", blank], "only one of"),
             (["--listen", "0.0.0.0:0"], "give --token"), (["--listen", "[::]:0"], "give --token"),
             (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
-            (["--token-file", dir.file("missing")], "cannot read it"),
+            (["--token-file", dir.file("missing")], "cannot read it"), (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),
         ]
         for (args, message) in cases {
             let result = try mprobe(["serve", "--cache-dir", cacheDir] + args, expect: 2)
             XCTAssertTrue(result.stderr.contains(message), "\(args): \(result.stderr)")
             XCTAssertFalse(result.stderr.contains("serving on"), "\(args)")
         }
+    }
+
+    /// With http_proxy in its environment the service still connects to origins itself: through
+    /// a proxy its origin guard would only see the proxy's address, and a redirect from an allowed
+    /// origin to an internal one was followed (through the proxy) and its body served.
+    func testTheEnvironmentsProxyCannotCarryRequestsPastTheOriginGuard() throws {
+        let allowed = try FaultServer(), inside = try FaultServer()
+        let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))
+        allowed.route("/v.mp4", .serve(body: media))
+        allowed.route("/hop", .redirect(to: inside.url("/latest/meta-data")))
+        inside.route("/latest/meta-data", .serve(body: Array("secret-role-credentials".utf8)))
+        let proxy = try TinyProxy()
+        let server = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(allowed.port)",
+                                 "--allow-host", "127.0.0.1:\(proxy.port)"], log: dir.file("serve.log"),
+                                environment: ["http_proxy": proxy.url, "HTTP_PROXY": proxy.url, "no_proxy": "", "NO_PROXY": ""])
+        defer { server.stop() }
+        let hop = try HTTPClient.request("GET", server.stream(allowed.url("/hop")))
+        XCTAssertEqual(hop.status, 403, hop.text)
+        XCTAssertFalse(hop.text.contains("secret-role-credentials"))
+        XCTAssertTrue(inside.requests.isEmpty, "nothing reached the internal server")
+        let direct = try HTTPClient.request("GET", server.stream(allowed.url("/v.mp4")))
+        XCTAssertTrue(direct.status == 200 && direct.body == media)
+        XCTAssertEqual(proxy.requests, [], "no request went through the proxy")
+        let log = try String(contentsOfFile: server.log, encoding: .utf8)
+        XCTAssertTrue(log.contains("http_proxy is set, but serve connects to origins directly"), log)
     }
 
     /// The end-to-end promise: prefetch through the service, stop the origin, play through the proxy.

@@ -59,12 +59,20 @@ enum ServeCommand: OptionCommand {
         config.allowHosts = args.allValues("allow-host")
         config.maxCacheBytes = try options.maxCacheBytes()
         config.fetchOptions = try options.fetchOptions()
+        guard config.fetchOptions.proxy == nil else {
+            throw UsageError("serve connects to origins directly, to check each one's address against the origin "
+                             + "guard, so it cannot use a proxy (--proxy, or the config file's)")
+        }
         if let text = args.value("workers") {
             guard let n = Int(text), (1...64).contains(n) else { throw UsageError("--workers needs 1...64, got '\(text)'") }
             config.workers = n
         }
         let stop = StopSignal()
         let service = try Service(config: config) { line in Console.writeStderr(line + "\n") }
+        let environment = ProcessInfo.processInfo.environment
+        if let variable = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].first(where: { environment[$0] != nil }) {
+            Console.writeStderr("mprobe: \(variable) is set, but serve connects to origins directly (it checks each origin's address)\n")
+        }
         let shown = config.host.contains(":") ? "[\(config.host)]" : config.host
         Console.writeStderr("mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)); open it in a browser for the dashboard\n")
         stop.wait()
