@@ -168,14 +168,15 @@ public final class Service: Sendable {
             .map { "\(Service.loggable($0.key))=\(Service.loggable($0.key == "url" ? cache.urlRules.shown($0.value) : $0.value))" }
         let path = Service.loggable(done.path)
         let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
-        log(String(format: "%@ %@ %d %lld B %.0f ms", done.method, target, done.status, done.bodyBytes, done.seconds * 1000))
+        log(String(format: "%@ %@ %d %lld B %.0f ms", Service.loggable(done.method), target, done.status, done.bodyBytes, done.seconds * 1000))
     }
 
-    /// `text` with control characters, spaces and `%` percent-encoded, for one log line.
+    /// `text` with control characters (C0, DEL and C1: no terminal escape survives), spaces and
+    /// `%` percent-encoded, for one log line.
     static func loggable(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
-            if scalar.value <= 0x20 || scalar.value == 0x7F || scalar == "%" {
+            if scalar.value <= 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "%" {
                 out += String(format: "%%%02X", scalar.value)
             } else {
                 out.unicodeScalars.append(scalar)

@@ -161,8 +161,17 @@ final class ServiceAPITests: XCTestCase {
         // A client cannot write log lines of its own.
         _ = try HTTPClient.request("GET", service.url("/v1/probe", origin: "http://x/\nGET /forged 200 1 B 1 ms"),
                                    headers: ["Authorization": "Bearer tok-123"])
+        // Nor terminal escapes or a carriage return in the method, which libmicrohttpd passes on.
+        for method in ["G\u{1B}[31mET", "X\rPOST\t/v1/jobs", "X\u{1B}]0;owned\u{07}", "X\u{9B}2K"] {
+            let connection = try RawHTTPConnection(port: service.service.port)
+            connection.send(Array("\(method) /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            _ = connection.read(atLeast: 1, timeout: 2)
+        }
         Thread.sleep(forTimeInterval: 0.2)
         XCTAssertFalse(service.log.contains { $0.hasPrefix("GET /forged") || $0.contains("\n") }, service.log.joined(separator: "\n"))
+        XCTAssertFalse(service.log.contains { line in line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } },
+                       service.log.joined(separator: "\n").debugDescription)
+        XCTAssertTrue(service.log.contains { $0.hasPrefix("G%1B[31mET /healthz") }, service.log.joined(separator: "\n").debugDescription)
     }
 
     func testTheOriginGuardRefusesInternalAddressesUnlessAllowed() throws {

@@ -81,7 +81,12 @@ public final class RawHTTPConnection {
         var text = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         text += "\r\n"
-        _ = Array(text.utf8).withUnsafeBytes { LoopbackSocket.sendAll(fd, $0) }
+        send(Array(text.utf8))
+    }
+
+    /// Sends `bytes` as they are (requests no client library would write).
+    public func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { LoopbackSocket.sendAll(fd, $0) }
     }
 
     /// Reads until `count` bytes (headers included) arrived, the peer closed, or `timeout` passed.
