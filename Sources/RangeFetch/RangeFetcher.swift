@@ -94,7 +94,8 @@ public final class RangeFetcher: Sendable {
     /// Runs one request on a pooled handle.
     private func perform(_ transfer: RangeTransfer, ifRange: String?) throws -> Performed {
         let easy = try takeHandle()
-        defer { returnHandle(easy) }
+        var reusable = false
+        defer { returnHandle(easy, reusable: reusable) }
         transfer.easy = easy
         // Compressed bodies are not the file's bytes: ask for them as they are on disk.
         var headerLines = ["Accept-Encoding: identity"]
@@ -104,6 +105,10 @@ public final class RangeFetcher: Sendable {
         try configure(easy, transfer: transfer, headers: headers)
 
         let code = withExtendedLifetime((transfer, headers)) { easy.perform() }
+        // A transfer that failed below HTTP (no address, a refused redirect) can leave state that
+        // curl_easy_reset keeps, such as its receive buffer, after which setting the buffer size
+        // fails: such a handle is closed, never pooled, so one bad URL cannot break later requests.
+        reusable = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
         let connections = Int64(easy.info(CURLINFO_NUM_CONNECTS))
         countersStore.withLock {
             $0.requests += 1
@@ -215,9 +220,10 @@ public final class RangeFetcher: Sendable {
         return easy
     }
 
-    private func returnHandle(_ easy: CurlEasy) {
+    /// Back to the pool, or closed (with its connections) when it is not `reusable`.
+    private func returnHandle(_ easy: CurlEasy, reusable: Bool) {
         busy.subtract(1, ordering: .relaxed)
-        pool.withLock { $0.append(easy) }
+        if reusable { pool.withLock { $0.append(easy) } }
     }
 }
 

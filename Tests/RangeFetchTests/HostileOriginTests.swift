@@ -105,6 +105,21 @@ final class HostileOriginTests: XCTestCase {
         guard case .redirectRefused? = error else { return XCTFail("got \(String(describing: error))") }
     }
 
+    /// A request that fails below HTTP leaves its libcurl handle in a state where setting the
+    /// buffer size fails; pooled, that handle made every later request of the fetcher fail
+    /// (the service answered 500 to every origin until restarted).
+    func testAFailedRedirectDoesNotBreakTheFetchersLaterRequests() throws {
+        let server = try FaultServer()
+        server.route("/ftp", .redirect(to: "ftp://127.0.0.1/x"))
+        server.route("/file", .redirect(to: "file:///etc/passwd"))
+        server.route("/v", .serve(body: body))
+        let fetcher = RangeFetcher(options: quickOptions())
+        for bad in ["/ftp", "/file", "/ftp"] {
+            XCTAssertThrowsError(try fetcher.collect(server.url(bad), 0..<10))
+            XCTAssertEqual(try fetcher.collect(server.url("/v"), 0..<100).1.bytes(in: 0..<100), Array(body[0..<100]), "after \(bad)")
+        }
+    }
+
     func testADrippingServerTimesOutWithinAboutTwiceTheTimeout() throws {
         let started = Date()
         let (error, server, _) = try fetchError(.drip(bytesPerSecond: 2, then: .serve(body: body)), range: 0..<5000,
