@@ -191,13 +191,13 @@ extension ByteCache {
     /// The directory must be this user's; a symbolic link or file in place of `data/` is removed
     /// (never followed).
     public static func reset(directory: String) throws {
-        let layout = CacheDirectory(path: directory)
         guard let top = try FileStatus(directory, followingLinks: true) else { return }
         try top.requireOwnDirectory(directory)
+        let layout = try CacheDirectory(path: directory).resolved()
         try layout.requireCache()
-        let aside = try CacheDirectory.names(in: directory)
+        let aside = try CacheDirectory.names(in: layout.path)
             .filter { $0.hasPrefix("index.sqlite" + CacheDirectory.asideMarker) }
-            .map { directory + "/" + $0 }
+            .map { layout.path + "/" + $0 }
         // The WAL before the database, so no WAL is ever left to be replayed into a new index.
         for file in layout.indexFiles.reversed() + aside {
             try CacheDirectory.remove(file)

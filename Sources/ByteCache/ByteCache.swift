@@ -39,7 +39,9 @@ public final class ByteCache: Sendable {
         self.directory = directory
         self.maxBytes = maxBytes
         self.urlRules = urlRules
-        layout = CacheDirectory(path: directory)
+        let given = CacheDirectory(path: directory)
+        try given.makeIfMissing()
+        layout = try given.resolved()
         let writable = try layout.prepare()
         directoryLock = try DirectoryLock(directory: layout.dataPath)
         let opened = try ByteCache.openIndex(layout, writable: writable, lock: directoryLock)
@@ -68,7 +70,7 @@ public final class ByteCache: Sendable {
         guard !name.contains("/"), !name.hasPrefix("index.sqlite") else {
             throw CacheError.unsafe(path: directory + "/" + name, reason: "not a database name of its own")
         }
-        let path = directory + "/" + name
+        let path = layout.path + "/" + name
         try CacheDirectory.createPrivateFileIfMissing(path)
         let db = try SQLiteDatabase(path: path, mode: .readWrite)
         try db.query("PRAGMA journal_mode=WAL")

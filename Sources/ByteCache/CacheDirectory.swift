@@ -71,7 +71,7 @@ struct CacheDirectory: Sendable {
     /// and refuses what is not ours. Returns whether this process may write in it; a read-only
     /// directory or file system is served read-only.
     func prepare() throws -> Bool {
-        if try FileStatus(path, followingLinks: true) == nil { try makeDirectory(path) }
+        try makeIfMissing()
         guard let top = try FileStatus(path, followingLinks: true) else {
             throw CacheError.io(function: "stat", path: path, errno: ENOENT)
         }
@@ -96,6 +96,18 @@ struct CacheDirectory: Sendable {
             try status.tighten(file, to: 0o600)
         }
         return writable && faccessat(AT_FDCWD, dataPath, W_OK, AT_EACCESS) == 0
+    }
+
+    func makeIfMissing() throws {
+        if try FileStatus(path, followingLinks: true) == nil { try makeDirectory(path) }
+    }
+
+    /// The same directory named without symbolic links (`~/.cache` is often one): SQLite refuses
+    /// to open a database whose path goes through a link, and the files below are opened by name.
+    func resolved() throws -> CacheDirectory {
+        guard let real = realpath(path, nil) else { throw CacheError.io(function: "realpath", path: path, errno: errno) }
+        defer { free(real) }
+        return CacheDirectory(path: String(cString: real))
     }
 
     /// Creates the index file 0600 if it is missing, so that SQLite, which gives its WAL and

@@ -144,4 +144,23 @@ final class CachePermissionTests: XCTestCase {
         try ByteCache.reset(directory: path)
         XCTAssertEqual(contents(of: path + "/data"), ["notes.txt"])
     }
+
+    /// `~/.cache` is often a symbolic link, and so may the cache directory be: SQLite refuses a
+    /// database path through a link, so every command failed with "unable to open database file".
+    func testACacheReachedThroughSymbolicLinksWorks() throws {
+        let dir = try TempDirectory()
+        try FileManager.default.createDirectory(atPath: dir.file("real/cache"), withIntermediateDirectories: true)
+        XCTAssertEqual(symlink(dir.file("real"), dir.file("dotcache")), 0)
+        XCTAssertEqual(symlink(dir.file("real/cache"), dir.file("linked")), 0)
+        do {
+            let entry = try ByteCache(directory: dir.file("dotcache/cache")).entry(for: "http://o.test/a")
+            try write(entry, [1, 2, 3], at: 0)
+            try entry.commit()
+        }
+        let cache = try ByteCache(directory: dir.file("linked"))
+        XCTAssertEqual(try read(try cache.entry(for: "http://o.test/a"), at: 0, count: 3), [1, 2, 3])
+        XCTAssertNoThrow(try cache.openDatabase(named: "jobs.sqlite"))
+        XCTAssertEqual(contents(of: dir.file("real/cache")).filter { !$0.hasPrefix("index.sqlite-") }.sorted(),
+                       ["CACHEDIR.TAG", "data", "index.sqlite", "jobs.sqlite"])
+    }
 }
