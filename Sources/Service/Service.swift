@@ -22,6 +22,8 @@ public final class Service: Sendable {
     let runner: JobRunner
     /// Proxied responses streaming now, against `ServiceLimits.maxStreams`.
     let streams = Atomic<Int>(0)
+    /// Probes running now, against `ServiceLimits.maxConcurrentProbes`.
+    let probes = Atomic<Int>(0)
     /// Set at shutdown: bodies still streaming then end at their next read (short).
     let stopping = Cancellation()
     private let server: Mutex<HTTPServer?> = Mutex(nil)
@@ -45,7 +47,8 @@ public final class Service: Sendable {
         session = MediaSession(cache: cache, fetchOptions: fetchOptions, keepWarm: 64)
         store = try SQLiteJobStore(cache: cache)
         let files = config.cacheDirectory + "/jobs"
-        runner = JobRunner(store: store, session: session, guardian: guardian, metrics: metrics, filesDirectory: files)
+        runner = JobRunner(store: store, session: session, guardian: guardian, metrics: metrics, filesDirectory: files,
+                           limits: config.limits)
         for warning in cache.warnings { log("warning: \(warning)") }
         var limits = HTTPServer.Limits()
         limits.maxBody = config.limits.maxRequestBody

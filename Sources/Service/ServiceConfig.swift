@@ -32,9 +32,16 @@ public struct ServiceLimits: Sendable {
     public var maxItemsPerJob = 100
     /// Thumbnails one job may make (over all its URLs).
     public var maxThumbnailsPerJob = 2000
+    /// Probes (and cache ranges, which open the media) running at once; more get 503. Each holds
+    /// the demuxer's index of its file, hundreds of MB for a day-long one.
+    public var maxConcurrentProbes = 4
     /// Proxied responses streaming at once; more get 503.
     public var maxStreams = 256
     public var maxConnections = 512
+    /// Finished jobs kept, the newest; older ones (and their files) are removed.
+    public var keptFinishedJobs = 1000
+    /// How long a finished job is kept at most, in seconds (7 days).
+    public var keptJobSeconds: Double = 7 * 24 * 3600
 
     public init() {}
 }

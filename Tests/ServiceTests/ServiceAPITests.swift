@@ -225,6 +225,51 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertNotNil(error?["message"] as? String)
     }
 
+    /// Finished jobs and their files do not pile up: beyond the newest `keptFinishedJobs` they are
+    /// removed (a client submitting failing jobs in a loop grew jobs.sqlite without bound).
+    func testFinishedJobsAndTheirFilesAreKeptWithinTheRetentionLimit() throws {
+        var limits = ServiceLimits()
+        limits.keptFinishedJobs = 2
+        let service = try ServiceHarness(limits: limits, workers: 1)
+        defer { service.stop() }
+        var ids: [String] = []
+        for _ in 0..<5 {
+            let body = #"{"type": "thumbnails", "url": "\#(nginx.url("/faststart.mp4"))", "count": 1, "width": 64}"#
+            let id = try XCTUnwrap(try service.postJob(body).json()["id"] as? String)
+            XCTAssertEqual(try service.waitForJob(id)["state"] as? String, "done")
+            ids.append(id)
+        }
+        let failing = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/missing.mp4"))"}"#).json()["id"] as? String)
+        XCTAssertEqual(try service.waitForJob(failing)["state"] as? String, "failed")
+        let listed = try XCTUnwrap(try service.get("/v1/jobs").json()["jobs"] as? [[String: Any]]).compactMap { $0["id"] as? String }
+        XCTAssertEqual(listed, [failing, ids[4]], "the newest two finished jobs")
+        XCTAssertEqual(try service.get("/v1/jobs/\(ids[0])").status, 404)
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: service.dir.file("cache/jobs"))) ?? []
+        XCTAssertEqual(files, [ids[4]], "files of removed jobs are gone")
+    }
+
+    /// Probes hold a demuxer's index each (hundreds of MB for a long file), so only
+    /// `maxConcurrentProbes` run at once; the next gets 503 with Retry-After, and a slot frees
+    /// when a probe ends.
+    func testProbesBeyondTheConcurrencyLimitAreToldToRetry() throws {
+        let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/faststart.mp4")))
+        let origin = try FaultServer()
+        origin.route("/slow.mp4", .stall(afterBytes: 0, seconds: 2, then: .serve(body: media)))
+        origin.route("/v.mp4", .serve(body: media))
+        var limits = ServiceLimits()
+        limits.maxConcurrentProbes = 1
+        let service = try ServiceHarness(limits: limits)
+        defer { service.stop() }
+        let first = DispatchWorkItem { _ = try? HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/slow.mp4"))) }
+        DispatchQueue.global().async(execute: first)
+        Thread.sleep(forTimeInterval: 0.5)
+        let refused = try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4")))
+        XCTAssertEqual(refused.status, 503, refused.text)
+        XCTAssertEqual(refused.headers["retry-after"], "1")
+        first.wait()
+        XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4"))).status, 200)
+    }
+
     func testCacheEndpoints() throws {
         let service = try ServiceHarness()
         defer { service.stop() }

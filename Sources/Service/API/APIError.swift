@@ -21,6 +21,8 @@ struct APIError: Error {
         var response = HTTPResponse(status: status, headers: [("Content-Type", "application/json")],
                                     body: .bytes(Array((APIError.json(code: code, message: message).text + "\n").utf8)))
         if status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
+        // Every 503 is a limit that frees itself within moments.
+        if status == 503 { response.headers.append(("Retry-After", "1")) }
         return response
     }
 

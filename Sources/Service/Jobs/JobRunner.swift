@@ -18,6 +18,7 @@ final class JobRunner: Sendable {
     private let metrics: Metrics
     /// Where thumbnail jobs write their files: `<filesDirectory>/<job id>/<n>/...`.
     let filesDirectory: String
+    private let limits: ServiceLimits
 
     private struct State {
         var running: [String: Cancellation] = [:]
@@ -30,8 +31,10 @@ final class JobRunner: Sendable {
     /// Wakes idle workers when a job is queued or the runner stops.
     private let wakeup = NSCondition()
 
-    init(store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String) {
+    init(store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String,
+         limits: ServiceLimits) {
         self.store = store
+        self.limits = limits
         self.session = session
         self.guardian = guardian
         self.metrics = metrics
@@ -41,6 +44,7 @@ final class JobRunner: Sendable {
     /// Jobs an earlier run left running are queued again, then `count` workers start.
     func start(workers count: Int) throws {
         _ = try store.requeueRunning()
+        removeOldJobs()
         for n in 0..<max(1, count) {
             state.withLock { $0.workers += 1 }
             let thread = Thread { [self] in work() }
@@ -122,6 +126,18 @@ final class JobRunner: Sendable {
         if outcome.state.isFinal { metrics.countJob(seconds: Date().timeIntervalSince(started)) }
         try? store.finish(id: job.id, state: outcome.state, result: outcome.result, errorCode: outcome.code,
                           errorMessage: outcome.message)
+        removeOldJobs()
+    }
+
+    /// Keeps the store and the job files bounded: finished jobs past the retention limits go,
+    /// with their files. Failing to remove them costs only space, so errors are not fatal.
+    private func removeOldJobs() {
+        let cutoff = Date().addingTimeInterval(-limits.keptJobSeconds)
+        guard let removed = try? store.removeFinished(keepingNewest: limits.keptFinishedJobs, finishedBefore: cutoff) else { return }
+        // Ids are the service's own UUIDs; anything else is never turned into a path.
+        for id in removed where !id.isEmpty && id.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+            try? FileManager.default.removeItem(atPath: filesDirectory + "/" + id)
+        }
     }
 
     /// Runs every URL of the job; returns the result object and the failures (one per failed URL).

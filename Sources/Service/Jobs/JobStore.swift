@@ -20,6 +20,9 @@ public protocol JobStore: Sendable {
     func cancelQueued(id: String) throws -> Bool
     /// Jobs a stopped service left running go back to the queue; returns how many.
     func requeueRunning() throws -> Int
+    /// Removes finished jobs beyond the newest `count` and those finished before `cutoff`;
+    /// returns their ids (their files go too).
+    func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String]
 }
 
 /// Jobs in `jobs.sqlite` beside the cache index (WAL mode, private like the cache).
@@ -143,6 +146,20 @@ public final class SQLiteJobStore: JobStore {
             try db.query("UPDATE jobs SET state = 'cancelled', finished = ? WHERE id = ? AND state = 'queued'",
                          [.double(Date().timeIntervalSince1970), .text(id)])
             return db.changes > 0
+        }
+    }
+
+    public func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String] {
+        try db.withLock { db in
+            var ids: [String] = []
+            try db.query("""
+                SELECT id FROM jobs WHERE finished IS NOT NULL AND (finished < ? OR seq NOT IN
+                    (SELECT seq FROM jobs WHERE finished IS NOT NULL ORDER BY seq DESC LIMIT ?))
+                """, [.double(cutoff.timeIntervalSince1970), .int(Int64(count))]) { row in
+                if let id = row.text(0) { ids.append(id) }
+            }
+            for id in ids { try db.query("DELETE FROM jobs WHERE id = ?", [.text(id)]) }
+            return ids
         }
     }
 
