@@ -591,8 +591,11 @@ def signature(klass, reason, stderr, cmd):
     """Groups runs into failure classes: the crash site or message shape, with paths and numbers blanked."""
     if klass == "CRASH":
         return crash_site(stderr, reason)
-    elif klass in ("HANG", "HUGE"):
-        text = f"{cmd}: {reason.split(' (')[0] if klass == 'HUGE' else 'timeout'}"
+    elif klass == "HUGE":
+        text = "allocation refused under the address-space cap" if reason.startswith("allocation") \
+            else "peak RSS above the bound"
+    elif klass == "HANG":
+        text = f"{cmd}: still running at the timeout"
     else:
         first = next((l for l in stderr.splitlines() if l.strip() and not l.startswith("mprobe: warning:")), "")
         text = reason + " | " + first
@@ -686,16 +689,16 @@ def read_runs(results):
 
 def replay_lines(meta, r):
     seed, case, cmd, mode = meta.get("seed", "?"), r["case"], r["command"], r["mode"]
-    ext = os.path.splitext(r["source"])[1]
-    name = f"case-{int(case):06d}{ext}" if case.isdigit() else case
     args = {"probe": "probe --json", "thumbs": "thumbs --count 3 --out /tmp/fuzz-thumbs --quiet",
             "prefetch": "prefetch --seconds 2 --quiet", "check": "check --seconds 1"}[cmd]
+    if not case.isdigit():  # a --replay run: the file itself
+        return [f"bench/fuzz.sh --replay {r['source']} --commands {cmd} --modes {mode}"]
+    name = f"case-{int(case):06d}{os.path.splitext(r['source'])[1]}"
     focus = f" --sources '{meta['sources']}'" if meta.get("sources") else ""
     lines = [f"bench/fuzz.sh --seed {seed}{focus} --case {case} --commands {cmd} --modes {mode}"]
-    if case.isdigit():
-        lines.append(f"python3 bench/fuzz.py mutate --seed {seed}{focus} --case {case} --out /tmp/{name} && "
-                     f".build/release/mprobe {args} --cache-dir /tmp/fuzz-cache /tmp/{name}"
-                     + ("   # over HTTP: serve /tmp with nginx, or use the first line" if mode == "http" else ""))
+    lines.append(f"python3 bench/fuzz.py mutate --seed {seed}{focus} --case {case} --out /tmp/{name} && "
+                 f".build/release/mprobe {args} --cache-dir /tmp/fuzz-cache /tmp/{name}"
+                 + ("   # over HTTP: serve /tmp with nginx, or use the first line" if mode == "http" else ""))
     return lines
 
 
@@ -708,6 +711,9 @@ def cmd_summary(args):
             k, _, v = line.rstrip("\n").partition("\t")
             meta[k] = v
     runs = read_runs(results) if os.path.exists(os.path.join(results, "runs.tsv")) else []
+    for r in runs:  # these signatures need no stderr: recomputed, so older runs.tsv group the same way
+        if r["class"] in ("HUGE", "HANG"):
+            r["signature"] = signature(r["class"], r["reason"], "", r["command"])
     commands = [c for c in ["probe", "thumbs", "prefetch", "check"] if any(r["command"] == c for r in runs)]
     modes = [m for m in ["local", "http"] if any(r["mode"] == m for r in runs)]
     count = {}
