@@ -81,7 +81,7 @@ public struct Checker: Sendable {
             guard results[index] != nil, results[index]?.complete == false else { continue }
             // The window ends at the first packet whose decode time, plus the stream's decode delay
             // (as the planner counts it), reaches its end.
-            if let ts = packet.dts.map({ $0 + delays[index, default: 0] }) ?? packet.pts,
+            if let ts = packet.dts.map({ $0.saturatingAdd(delays[index, default: 0]) }) ?? packet.pts,
                context.seconds(ts, stream: index) >= windowEnd {
                 results[index]?.complete = true
                 continue

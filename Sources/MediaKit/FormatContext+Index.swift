@@ -1,4 +1,5 @@
 import CFFmpeg
+import RangeFetch
 
 /// One sample as the demuxer's index knows it.
 public struct IndexEntry: Sendable, Equatable {
@@ -31,8 +32,13 @@ extension FormatContext {
         entries.reserveCapacity(Int(max(0, count)))
         for i in 0..<max(0, count) {
             guard let e = avformat_index_get_entry(st, i), e.pointee.pos >= 0, mp_index_entry_size(e) > 0 else { continue }
-            entries.append(IndexEntry(position: e.pointee.pos, size: Int64(mp_index_entry_size(e)),
-                                      time: Double(e.pointee.timestamp + delay) * scale, timestamp: e.pointee.timestamp + delay,
+            // A damaged moov can place a sample past any file (offsets near 2^63) or at a time that
+            // overflows: such a sample cannot be fetched or seeked to, so it is left out.
+            let size = Int64(mp_index_entry_size(e))
+            let (timestamp, overflow) = e.pointee.timestamp.addingReportingOverflow(delay)
+            guard e.pointee.pos <= ResponseInfo.maxResourceSize - size, !overflow else { continue }
+            entries.append(IndexEntry(position: e.pointee.pos, size: size,
+                                      time: Double(timestamp) * scale, timestamp: timestamp,
                                       decodeTime: Double(e.pointee.timestamp) * scale,
                                       isKeyframe: mp_index_entry_is_keyframe(e) != 0))
         }
@@ -49,7 +55,8 @@ extension FormatContext {
     func decodeDelay(stream index: Int) -> Int64 {
         guard let st = stream(index), avformat_index_get_entries_count(st) > 0,
               let first = avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value() else { return 0 }
-        return max(0, st.pointee.start_time - first.pointee.timestamp)
+        let (delay, overflow) = st.pointee.start_time.subtractingReportingOverflow(first.pointee.timestamp)
+        return overflow ? 0 : max(0, delay) // times near ±2^63 come only from damaged files
     }
 
     /// Start of the presentation in seconds (0 when the container does not say).

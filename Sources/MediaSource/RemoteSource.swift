@@ -205,11 +205,3 @@ public final class RemoteSource: MediaSource {
         }
     }
 }
-
-extension Int64 {
-    /// `self + other`, or `Int64.max` where that would overflow (offsets from damaged files).
-    func saturatingAdd(_ other: Int64) -> Int64 {
-        let (sum, overflow) = addingReportingOverflow(other)
-        return overflow ? .max : sum
-    }
-}
