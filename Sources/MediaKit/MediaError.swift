@@ -2,6 +2,8 @@
 public enum MediaError: Error, CustomStringConvertible, Equatable {
     /// libavformat found no container it can read.
     case notMedia(input: String)
+    /// The input has no bytes at all.
+    case empty(input: String)
     /// The container was recognised but its data is damaged or cut short.
     case malformed(input: String, detail: String)
     /// An MP4/MOV without a `moov` box: nothing can be played.
@@ -14,6 +16,7 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .notMedia(let input): return "\(input): not a media file libavformat can read"
+        case .empty(let input): return "\(input): empty (0 bytes), not media"
         case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
         case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"
         case .noTracks(let detail): return "no such tracks: \(detail)"

@@ -14,6 +14,8 @@ struct OpenedInput {
         source = try session.open(input)
         before = source.counters
         layout = try walker.walk(source) // first, so its first request also learns the size
+        // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
+        if try source.size() == 0 { throw MediaError.empty(input: source.input) }
         do {
             context = try FormatContext(source: source, findStreamInfo: findStreamInfo, cancellation: session.cancellation)
         } catch let error as FFmpegError {

@@ -190,9 +190,11 @@ final class RemoteResource: @unchecked Sendable {
         switch result {
         case .delivered(let info):
             guard store.available.coveredLength(from: range.lowerBound) == 0 else { return .done }
-            // Nothing arrived for the range itself. A whole body of unknown length (a server that
-            // ignores ranges) that ended before it means the resource ends there; else the server lies.
-            guard info.rangeIgnored, info.totalSize == nil, deliveredEnd <= range.lowerBound else {
+            // Nothing arrived for the range itself. A whole body (a server that ignores ranges, or
+            // nginx's 200 for an empty file) that ended before it, and whose stated length, if
+            // any, agrees, means the resource ends there; else the server lies.
+            guard info.rangeIgnored, deliveredEnd <= range.lowerBound,
+                  info.totalSize.map({ $0 == deliveredEnd }) ?? true else {
                 throw SourceError.inconsistentOrigin(input: shown, detail:
                     "the server answered bytes \(range.lowerBound)-\(range.upperBound - 1) without sending them")
             }

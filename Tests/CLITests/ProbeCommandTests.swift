@@ -96,6 +96,21 @@ final class ProbeCommandTests: CLITestCase {
         XCTAssertTrue(r.stderr.contains("ignores range requests"), r.stderr)
     }
 
+    /// An empty file is the same answer, exit 5, locally and from nginx (which answers a range
+    /// request for it with an empty 200; that used to be taken for a lying server, exit 3), for
+    /// every command that reads media.
+    func testAnEmptyFileIsTheSameClearErrorLocallyAndOverHTTP() throws {
+        let empty = try writeFile("www/empty.mp4", [])
+        _ = try writeFile("www/empty.mp3", [])
+        let nginx = try NginxServer(root: dir.file("www"))
+        for input in [empty, nginx.url("/empty.mp4"), nginx.url("/empty.mp3")] {
+            for command in [["probe"], ["check"], ["prefetch", "--seconds", "1"], ["thumbs", "--count", "1", "--out", dir.file("t")]] {
+                let r = try mprobe(command + [input, "--cache-dir", cacheDir], expect: 5)
+                XCTAssertTrue(r.stderr.contains("empty (0 bytes)"), "\(command) \(input): \(r.stderr)")
+            }
+        }
+    }
+
     func testOfflineProbeAfterAnOnlineOne() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let url = nginx.url("/moov-at-end.mp4")
