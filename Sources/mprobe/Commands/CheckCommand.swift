@@ -29,8 +29,16 @@ enum CheckCommand: OptionCommand {
         let options = try GlobalOptions(args)
         let window = try WindowOptions(args)
         let session = try options.session()
-        let r = try Checker().check(args.positionals[0], session: session, start: window.start,
+        let r: Checker.Result
+        do {
+            r = try Checker().check(args.positionals[0], session: session, start: window.start,
                                     seconds: window.seconds, tracks: window.tracks)
+        } catch {
+            // Reported as a batch of one: named by its input, and as JSON with --json.
+            var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
+            failures.report(input: args.positionals[0], error: error)
+            return failures.exitCode(inputs: 1)
+        }
         if options.json {
             Console.out(CheckReport.json(r).text)
         } else {

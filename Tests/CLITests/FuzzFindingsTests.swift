@@ -1,0 +1,51 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The inputs the fuzz campaigns (docs/reliability.md) found, as byte patches of shipped files:
+/// each must end in a clear error or a result, through the built binary, never a crash.
+final class FuzzFindingsTests: CLITestCase {
+    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Corpus/files").path
+
+    /// `source` with `bytes` written at `offset`.
+    private func patched(_ source: String, at offset: Int, _ bytes: [UInt8], as name: String) throws -> String {
+        var data = Array(try Data(contentsOf: URL(fileURLWithPath: source)))
+        data.replaceSubrange(offset..<offset + bytes.count, with: bytes)
+        return try writeFile(name, data)
+    }
+
+    /// F1: a `tfhd` base data offset near 2^63 made a sample's byte range overflow in the planner.
+    func testASampleOffsetNearTheLargestIntegerDoesNotCrashPrefetch() throws {
+        let file = try patched(Self.corpus + "/mp4parse-rust__opus_audioinit_two_desc.mp4", at: 785,
+                               [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00], as: "f1.mp4")
+        let r = try mprobe(["prefetch", file, "--seconds", "2", "--json", "--cache-dir", cacheDir], expect: nil)
+        XCTAssertTrue([0, 5].contains(r.status), "exit \(r.status): \(r.stderr)")
+        if r.status == 0 {
+            // Nothing past the file is planned: every range lies inside it.
+            let size = Int64(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? 0)
+            let ranges = try XCTUnwrap(try json(r)["sample_ranges"] as? [[String: Any]])
+            XCTAssertTrue(ranges.allSatisfy { (($0["end"] as? NSNumber)?.int64Value ?? .max) <= size }, "\(ranges)")
+        }
+    }
+
+    /// F2: a version-1 `tfdt` of -2^63 made the decode delay overflow in check and prefetch.
+    func testADecodeTimeNearTheSmallestIntegerDoesNotCrashCheckOrPrefetch() throws {
+        let file = try patched(samplePath("fragmented.mp4"), at: 1629, [0x80, 0, 0, 0, 0, 0, 0, 0], as: "f2.mp4")
+        for command in [["check", "--seconds", "1"], ["prefetch", "--seconds", "1"], ["thumbs", "--count", "2", "--out", dir.file("t")]] {
+            let r = try mprobe(command + [file, "--cache-dir", cacheDir], expect: nil)
+            XCTAssertTrue([0, 5].contains(r.status), "\(command): exit \(r.status): \(r.stderr)")
+        }
+    }
+
+    /// U1: a WebM with one byte duplicated: thumbs used to say only "av_seek_frame: Operation not
+    /// permitted" (FFmpeg's generic -1); now what it was doing, where, and what that means.
+    func testASeekThatFailsIsSaidInWords() throws {
+        var data = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("sample.webm"))))
+        data.insert(data[37920], at: 37921)
+        let file = try writeFile("u1.webm", data)
+        let r = try mprobe(["thumbs", file, "--count", "3", "--out", dir.file("u1"), "--no-cache"], expect: 5)
+        XCTAssertTrue(r.stderr.contains("u1.webm") && r.stderr.contains("cannot seek") && r.stderr.contains("damaged"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("Operation not permitted"), r.stderr)
+    }
+}
