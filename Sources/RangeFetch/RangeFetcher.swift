@@ -10,7 +10,10 @@ import URLSupport
 /// the kept-alive connection. Knows nothing of caching: bytes go to the caller's `onData`.
 public final class RangeFetcher: Sendable {
     public let options: FetchOptions
+    /// Idle handles, the most recently used last. At most `maxIdleHandles` are kept: a burst of
+    /// parallel transfers must not leave its handles, and their connections, open for good.
     private let pool = Mutex<[CurlEasy]>([])
+    static let maxIdleHandles = 16
     /// Handles out of the pool, running a transfer.
     private let busy = Atomic<Int>(0)
     private let countersStore = Mutex(FetchCounters())
@@ -223,7 +226,14 @@ public final class RangeFetcher: Sendable {
     /// Back to the pool, or closed (with its connections) when it is not `reusable`.
     private func returnHandle(_ easy: CurlEasy, reusable: Bool) {
         busy.subtract(1, ordering: .relaxed)
-        if reusable { pool.withLock { $0.append(easy) } }
+        guard reusable else { return }
+        // Past the bound the least recently used goes; it is released (closing its connections)
+        // when this function returns, outside the pool's lock.
+        let evicted: CurlEasy? = pool.withLock { idle in
+            idle.append(easy)
+            return idle.count > RangeFetcher.maxIdleHandles ? idle.removeFirst() : nil
+        }
+        withExtendedLifetime(evicted) {}
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RangeFetch
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -28,6 +29,29 @@ final class RangeFetcherFaultTests: XCTestCase {
         guard case .delivered(let info) = outcome else { return XCTFail("expected bytes") }
         XCTAssertEqual(info.status, 200)
         XCTAssertEqual(info.etag, "\"new\"")
+    }
+
+    /// A burst of parallel transfers needs a handle each; afterwards only a bounded number stay
+    /// idle in the pool (each keeps connections open), not every handle the burst made.
+    func testABurstLeavesABoundedPoolOfIdleHandles() throws {
+        let server = try FaultServer()
+        server.route("/v", .stall(afterBytes: 0, seconds: 0.3, then: .serve(body: body)))
+        let fetcher = RangeFetcher(options: quickOptions())
+        let failed = Atomic<Int>(0), peak = Atomic<Int>(0)
+        let group = DispatchGroup()
+        for _ in 0..<40 { // threads of their own: all 40 transfers run at once
+            group.enter()
+            Thread {
+                if (try? fetcher.collect(server.url("/v"), 0..<1000)) == nil { failed.add(1, ordering: .relaxed) }
+                peak.max(fetcher.openHandles, ordering: .relaxed)
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        XCTAssertEqual(failed.load(ordering: .relaxed), 0)
+        XCTAssertGreaterThan(peak.load(ordering: .relaxed), 16, "the burst needed more handles than are kept")
+        XCTAssertLessThanOrEqual(fetcher.openHandles, 16, "idle handles kept after the burst")
+        XCTAssertGreaterThan(fetcher.openHandles, 0, "some are kept for the next requests")
     }
 
     func testTransientErrorsAreRetriedWithBackoff() throws {
