@@ -33,6 +33,21 @@ static inline const struct sockaddr *mp_mhd_client_address(struct MHD_Connection
     return info ? info->client_addr : NULL;
 }
 
+/* The connection's socket, or -1. */
+static inline int mp_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+/* Whether the peer of `fd` has closed its side (or the socket is gone), without reading from it.
+   POLLRDHUP needs _GNU_SOURCE in C; its value is fixed by the Linux ABI. */
+#include <poll.h>
+static inline int mp_socket_peer_closed(int fd) {
+    struct pollfd p = { .fd = fd, .events = 0x2000 /* POLLRDHUP */, .revents = 0 };
+    if (fd < 0 || poll(&p, 1, 0) < 0) return 1;
+    return (p.revents & (0x2000 | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 /* Enum constants whose Swift spelling depends on how the importer strips prefixes. */
 static inline enum MHD_ValueKind mp_mhd_header_kind(void) { return MHD_HEADER_KIND; }
 static inline enum MHD_ValueKind mp_mhd_argument_kind(void) { return MHD_GET_ARGUMENT_KIND; }

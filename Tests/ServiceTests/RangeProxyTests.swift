@@ -122,6 +122,29 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertEqual(after, before, "and nothing is fetched any more")
     }
 
+    /// Players that hang up before the headers (the origin has not answered yet) free their thread
+    /// and stream slot at once, not when the origin times out: 300 such requests used to hold the
+    /// service's slots until then, refusing real players.
+    func testPlayersThatHangUpBeforeTheHeadersFreeTheirSlots() throws {
+        let origin = try FaultServer()
+        origin.route("/slow.mp4", .stall(afterBytes: 0, seconds: 30, then: .serve(body: randomBytes(1000, seed: 66))))
+        origin.route("/v.mp4", .serve(body: randomBytes(5000, seed: 67)))
+        var limits = ServiceLimits()
+        limits.maxStreams = 8
+        let service = try ServiceHarness(limits: limits)
+        defer { service.stop() }
+        for k in 0..<20 {
+            let target = "/v1/stream?url=" + (origin.url("/slow.mp4?k=\(k)").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            let player = try RawHTTPConnection(port: service.service.port)
+            player.get(target)
+        } // each hangs up at once
+        Thread.sleep(forTimeInterval: 2)
+        let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4")))
+        XCTAssertEqual(reply.status, 200, "a real player gets a slot: \(reply.text)")
+        let gone = service.log.filter { $0.contains("/v1/stream?url=") && $0.contains("slow.mp4") }
+        XCTAssertEqual(gone.count, 20, "every abandoned request ended within 2 s, long before the origin's 30 s: \(service.log)")
+    }
+
     func testAnOriginThatFailsOrChangesMidStreamEndsTheResponseShort() throws {
         let v1 = randomBytes(3_000_000, seed: 64), v2 = randomBytes(3_000_000, seed: 65)
         let origin = try FaultServer()

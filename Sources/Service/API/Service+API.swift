@@ -16,22 +16,22 @@ extension Service {
         let output = request.query["of"] ?? "mprobe"
         guard output == "mprobe" || output == "ffprobe" else { throw APIError.badRequest("of must be mprobe or ffprobe") }
         let url = try originURL(request)
-        return try opening { job in
+        return try opening(request) { job in
             if output == "ffprobe" { return json(text: FFprobeReport.text(try Prober().details(url, session: job))) }
             return json(ProbeReport.json(try Prober().probe(url, session: job)))
         }
     }
 
     /// Runs `body`, which opens media with libavformat, within `ServiceLimits.maxConcurrentProbes`
-    /// (503 past it), on a session that ends when the service stops.
-    private func opening(_ body: (MediaSession) throws -> HTTPResponse) throws -> HTTPResponse {
+    /// (503 past it), on a session that ends when the service stops or the client hangs up.
+    private func opening(_ request: HTTPRequest, _ body: (MediaSession) throws -> HTTPResponse) throws -> HTTPResponse {
         guard probes.add(1, ordering: .relaxed).newValue <= config.limits.maxConcurrentProbes else {
             probes.subtract(1, ordering: .relaxed)
             throw APIError.unavailable("\(config.limits.maxConcurrentProbes) probes are running already; try again shortly")
         }
         defer { probes.subtract(1, ordering: .relaxed) }
         let stopping = self.stopping
-        return try body(session.job(cancellation: Cancellation(when: { stopping.isCancelled })))
+        return try body(session.job(cancellation: Cancellation(when: { stopping.isCancelled || request.clientGone() })))
     }
 
     // MARK: Cache
@@ -41,7 +41,7 @@ extension Service {
         guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
         let resource = try cache.resource(for: url)
         guard resource != nil else { return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: nil, media: nil)) }
-        return try opening { _ in
+        return try opening(request) { _ in
             // Buffered times and the moov need the cached header; without it they are unknown (null), not an error.
             let media = try? BufferedRanges.cachedMedia(url, session: MediaSession(cache: cache, offline: true))
             return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, media: media))

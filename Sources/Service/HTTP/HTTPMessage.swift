@@ -12,15 +12,18 @@ public struct HTTPRequest: Sendable {
     public let body: [UInt8]
     /// The peer's address, e.g. "127.0.0.1".
     public let peer: String
+    /// True once the client has closed its side: work for it (a fetch it waits on) can stop.
+    public let clientGone: @Sendable () -> Bool
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                body: [UInt8] = [], peer: String = "") {
+                body: [UInt8] = [], peer: String = "", clientGone: @escaping @Sendable () -> Bool = { false }) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.body = body
         self.peer = peer
+        self.clientGone = clientGone
     }
 }
 

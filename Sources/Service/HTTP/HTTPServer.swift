@@ -153,9 +153,13 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
     }
     // The whole request is here: answer it on this connection's thread.
     context.query = connectionValues(connection, mp_mhd_argument_kind(), lowercased: false)
+    // Asked while the handler or the response's body waits on an origin. The socket stays this
+    // connection's until the response ends, and a closed one reads as gone.
+    let fd = mp_mhd_connection_fd(connection)
     let request = HTTPRequest(method: context.method, path: context.path, query: context.query,
                               headers: connectionValues(connection, mp_mhd_header_kind(), lowercased: true),
-                              body: context.body, peer: peerAddress(connection))
+                              body: context.body, peer: peerAddress(connection),
+                              clientGone: { mp_socket_peer_closed(fd) != 0 })
     let response = context.bodyTooLarge
         ? HTTPResponse.text(413, "request body larger than \(core.maxBody) bytes\n")
         : core.handler(request)

@@ -18,9 +18,11 @@ extension Service {
         var handedOver = false
         defer { if !handedOver { streams.subtract(1, ordering: .relaxed) } }
 
-        // The response's own token, cancelled when it ends (the player left) or the service stops.
+        // The response's own token, cancelled when it ends, the player leaves (also before the
+        // headers: a player that hung up must not hold a thread and a slot until the origin
+        // times out) or the service stops.
         let stopping = self.stopping
-        let token = Cancellation(when: { stopping.isCancelled })
+        let token = Cancellation(when: { stopping.isCancelled || request.clientGone() })
         guard let source = try session.open(url, cancellation: token) as? RemoteSource else {
             throw APIError.forbidden("only http and https origins may be streamed")
         }
