@@ -75,8 +75,14 @@ extension ByteCache {
     /// Why `ranges` cannot be in `file`, if they cannot: the file had to be made (it was missing)
     /// or ends before the last range does (it was truncated).
     static func missingBytes(_ ranges: ByteRangeSet, in file: DataFile) throws -> String? {
-        guard let end = ranges.ranges.last?.upperBound else { return nil }
+        guard !ranges.isEmpty else { return nil }
         if file.created { return "its data file \(file.path) was missing" }
+        return try truncation(of: ranges, in: file)
+    }
+
+    /// Why `ranges` cannot be in `file` any more, if the file ends before the last one does.
+    static func truncation(of ranges: ByteRangeSet, in file: DataFile) throws -> String? {
+        guard let end = ranges.ranges.last?.upperBound else { return nil }
         let size = try file.size()
         return size < end ? "its data file \(file.path) ends at byte \(size), before its ranges end (\(end))" : nil
     }

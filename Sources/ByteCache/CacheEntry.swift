@@ -205,12 +205,20 @@ public final class CacheEntry: RangeStore {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
-        let target = try state.withLock { s throws -> (DataFile, Bool)? in
+        let target = try state.withLock { s throws -> (DataFile, Bool, ByteRangeSet)? in
             if let refusal = s.refusal { throw refusal }
             guard s.generation == generation, let file = s.file else { return nil }
-            return (file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes)
+            return (file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes, s.committed)
         }
-        guard let (file, due) = target else { return false }
+        guard let (file, due, committed) = target else { return false }
+        // A data file cut short from outside (a disk tool, a restore) is caught at open; but once
+        // a write extends it again, the lost bytes would read back as zeros. So every write first
+        // checks the file still holds what is recorded, and if not the record goes.
+        if let problem = try ByteCache.truncation(of: committed, in: file) {
+            _ = try cache.drop(ByteCache.ImpossibleRecord(row: generation.row, url: url, reason: problem))
+            try moveOn(from: generation)
+            return false
+        }
         try file.write(bytes, at: offset)
         let recorded = state.withLock { s -> Bool in
             // The file may have been replaced while we wrote: then these bytes belong to no one.

@@ -81,4 +81,20 @@ final class ImpossibleRecordTests: XCTestCase {
         }
         XCTAssertEqual(cache.warnings.count, 2, "\(cache.warnings)")
     }
+
+    /// A data file truncated while an entry is open, then extended by a later write of that entry:
+    /// the truncated part would read back as zeros. The write notices first; the record goes.
+    func testADataFileTruncatedUnderAWriterIsNotReadBackAsZeros() throws {
+        let dir = try TempDirectory()
+        let cache = try ByteCache(directory: dir.file("cache"))
+        let entry = try cache.entry(for: "http://o.test/v")
+        try write(entry, [UInt8](repeating: 7, count: 1000), at: 0)
+        try entry.commit()
+        XCTAssertEqual(truncate(dir.file("cache/data/1-1.bin"), 0), 0)
+        let accepted = try [UInt8](repeating: 8, count: 100).withUnsafeBytes { try entry.write($0, at: 5000, generation: entry.generation) }
+        XCTAssertFalse(accepted, "the write into a file that lost recorded bytes is refused")
+        let reader = try ByteCache(directory: dir.file("cache")).entry(for: "http://o.test/v")
+        XCTAssertEqual(try read(reader, at: 0, count: 1000), [], "nothing recorded at 0 any more: fetched again, never zeros")
+        XCTAssertTrue(cache.warnings.contains { $0.contains("ends at byte 0") }, "\(cache.warnings)")
+    }
 }
