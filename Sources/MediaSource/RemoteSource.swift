@@ -100,7 +100,7 @@ public final class RemoteSource: MediaSource {
         while true {
             try ensureOneVersion()
             let (store, size) = resource.snapshot
-            if let size, offset >= size { return 0 }
+            if let size, offset >= size { return try endOfFile() }
             let copied = try store.read(into: buffer, at: offset)
             let n = copied.count
             if n > 0 {
@@ -112,7 +112,7 @@ public final class RemoteSource: MediaSource {
             }
             try store.refresh()
             if store.available.coveredLength(from: offset) > 0 { continue } // another process added it
-            guard try fetchMiss(at: offset, minimum: Int64(buffer.count), store: store) else { return 0 }
+            guard try fetchMiss(at: offset, minimum: Int64(buffer.count), store: store) else { return try endOfFile() }
             fetched = true
         }
     }
@@ -176,6 +176,13 @@ public final class RemoteSource: MediaSource {
             return true // stored meanwhile: read it
         }
         return try resource.wait(for: offset, on: involve(fetch), token: token)
+    }
+
+    /// The end of the resource, if it is the end of the version this reader has read: an end that
+    /// moved (a 416 naming another size, a file that shrank) is another version, not a short file.
+    private func endOfFile() throws -> Int {
+        try pin(resource.store.validators, handedOut: false)
+        return 0
     }
 
     /// The validator a new request is guarded with: the version this reader has seen, else the stored one.

@@ -157,6 +157,27 @@ final class RemoteSourceFaultTests: XCTestCase {
         }
     }
 
+    /// An origin that says 5,000,000 bytes, then answers the next range with a 416 that names
+    /// 10 (or a file without validators that shrinks): the reader must not take the new size as
+    /// its end of file and stop short with success; it read another version.
+    func testAnEndThatMovesIsAChangedVersionNotAShortFile() throws {
+        let dir = try TempDirectory()
+        let data = randomBytes(5_000_000, seed: 38)
+        let server = try FaultServer()
+        server.route("/lie", .sequence([.serve(body: data, etag: "\"a\""),
+                                        .fixed(status: 416, headers: [("Content-Range", "bytes */10")], body: [])]))
+        server.route("/shrink", .sequence([.serve(body: data), .serve(body: Array(data[0..<10]))]))
+        for path in ["/lie", "/shrink"] {
+            let source = try session(dir).open(server.url(path))
+            // In 64 KiB reads, as cat does: the first window is not the whole file.
+            XCTAssertThrowsError(try stride(from: Int64(0), to: 5_000_000, by: 65_536).forEach {
+                _ = try readAll(source, $0..<min($0 + 65_536, 5_000_000))
+            }, path) { error in
+                guard case .versionChanged? = error as? SourceError else { return XCTFail("\(path): got \(error)") }
+            }
+        }
+    }
+
     func testNonsenseSizesAreNeitherTrustedNorStored() throws {
         let dir = try TempDirectory()
         let server = try FaultServer()
