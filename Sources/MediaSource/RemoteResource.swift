@@ -242,6 +242,12 @@ final class RemoteResource: @unchecked Sendable {
                 // A 200 for a new version answers If-Range; only an unchanged resource shows that ranges are ignored.
                 warningsValue.append("the server of \(shown) ignores range requests; reading from the start instead")
             }
+            // Versions are told apart by ETag, Last-Modified and size; with only the size, a new
+            // version of the same length is indistinguishable, and the user should know.
+            let blind = "\(shown) has neither ETag nor Last-Modified: a change that keeps its size cannot be detected"
+            if info.etag == nil && info.lastModified == nil && !warningsValue.contains(blind) {
+                warningsValue.append(blind)
+            }
         }
         if let cache, let size = info.totalSize, !cache.canStore(size: size), store is CacheEntry {
             let memory = MemoryRangeStore()

@@ -178,6 +178,19 @@ final class RemoteSourceFaultTests: XCTestCase {
         }
     }
 
+    /// Without ETag or Last-Modified only a size change shows a new version: the user is told.
+    func testAnOriginWithoutValidatorsIsNamedInAWarning() throws {
+        let dir = try TempDirectory()
+        let server = try FaultServer()
+        server.route("/v", .serve(body: randomBytes(1000, seed: 39), etag: nil))
+        server.route("/w", .serve(body: randomBytes(1000, seed: 39)))
+        let blind = try session(dir).open(server.url("/v")), tagged = try session(dir).open(server.url("/w"))
+        _ = try readAll(blind, 0..<1000)
+        _ = try readAll(tagged, 0..<1000)
+        XCTAssertEqual(blind.warnings.filter { $0.contains("neither ETag nor Last-Modified") }.count, 1, "\(blind.warnings)")
+        XCTAssertTrue(tagged.warnings.isEmpty, "\(tagged.warnings)")
+    }
+
     func testNonsenseSizesAreNeitherTrustedNorStored() throws {
         let dir = try TempDirectory()
         let server = try FaultServer()
