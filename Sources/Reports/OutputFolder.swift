@@ -50,24 +50,45 @@ public struct OutputFolder: Sendable {
         }
     }
 
-    /// Writes `bytes` as the file `name` in this folder, replacing what was there.
+    /// Writes `bytes` as the file `name` in this folder, replacing what was there. The bytes go to
+    /// a new file (`O_EXCL`, never through a link) that is then renamed over `name`: a symbolic
+    /// link planted at a predictable name is replaced, never written through, and no reader ever
+    /// sees half a file.
     public func write(_ bytes: [UInt8], to name: String) throws {
         let file = path + "/" + name
-        let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        var temporary = ""
+        var fd: Int32 = -1
+        for attempt in 0..<100 where fd < 0 {
+            temporary = path + "/." + name + ".\(getpid()).\(attempt).tmp"
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if fd < 0 && errno != EEXIST { break }
+        }
         guard fd >= 0 else { throw OutputError("cannot write \(file): \(OutputError.reason(errno))") }
+        do {
+            try OutputFolder.writeAll(bytes, to: fd, file: file)
+            // Some file systems (NFS, quotas) report a full disk only when the file is closed.
+            let closed = close(fd)
+            fd = -1
+            if closed != 0 && errno != EINTR { throw OutputError("cannot write \(file): \(OutputError.reason(errno))") }
+            guard rename(temporary, file) == 0 else { throw OutputError("cannot write \(file): \(OutputError.reason(errno))") }
+        } catch {
+            if fd >= 0 { close(fd) }
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32, file: String) throws {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { all in all.baseAddress.map { Glibc.write(fd, $0 + done, all.count - done) } ?? 0 }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 let error = n < 0 ? errno : ENOSPC // a zero-byte write makes no progress: the device is full
-                close(fd)
                 throw OutputError("cannot write \(file): \(OutputError.reason(error))")
             }
             done += n
         }
-        // Some file systems (NFS, quotas) report a full disk only when the file is closed.
-        if close(fd) != 0 && errno != EINTR { throw OutputError("cannot write \(file): \(OutputError.reason(errno))") }
     }
 
     /// True for a folder, false for anything else that exists, nil when nothing is there.

@@ -91,14 +91,34 @@ final class ThumbsCommandTests: CLITestCase {
         }
     }
 
-    func testADiskFullWhileWritingIsExitSixNamingTheFile() throws {
-        // /dev/full fails every write with ENOSPC, as a full disk does.
+    func testAWriteThatFailsIsExitSixNamingTheFile() throws {
+        // A file size limit of 512 bytes (with SIGXFSZ ignored) makes the thumbnail's write fail
+        // part way, as a full disk does, without needing a file system of our own.
         let out = dir.file("full")
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: out + "/thumb-000000.000.jpg", withDestinationPath: "/dev/full")
-        let r = try mprobe(["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--out", out, "--no-cache"], expect: 6)
-        XCTAssertTrue(r.stderr.contains("cannot write \(out)/thumb-000000.000.jpg: no space left on device"), r.stderr)
+        let command = ["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--out", out, "--no-cache"]
+        let r = try runProcess("/bin/sh", ["-c", "ulimit -f 1; trap '' XFSZ; exec \"$0\" \"$@\"", try mprobeBinary()] + command)
+        XCTAssertEqual(r.status, 6, r.stderr)
+        XCTAssertTrue(r.stderr.contains("cannot write \(out)/thumb-000000.000.jpg: file too large"), r.stderr)
         XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), [], "no partial or temporary file is left")
+    }
+
+    /// Output names are predictable: links planted at them are replaced, never written through.
+    func testLinksPlantedInTheOutputFolderAreNotFollowed() throws {
+        let out = dir.file("planted")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let victim = try writeFile("victim.txt", Array("precious".utf8))
+        for name in ["thumb-000000.000.jpg", "manifest.json"] {
+            try FileManager.default.createSymbolicLink(atPath: out + "/" + name, withDestinationPath: victim)
+        }
+        try FileManager.default.createSymbolicLink(atPath: out + "/thumbs.vtt", withDestinationPath: dir.file("dangling-new-file"))
+        try mprobe(["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--sprite", "1x1", "--out", out, "--no-cache"])
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "precious")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("dangling-new-file")))
+        for name in try FileManager.default.contentsOfDirectory(atPath: out) {
+            let type = try FileManager.default.attributesOfItem(atPath: out + "/" + name)[.type] as? FileAttributeType
+            XCTAssertEqual(type, .typeRegular, name)
+        }
     }
 
     func testSpriteGridsBeyondTheSheetBoundsAreUsageErrorsBeforeAnyFetch() throws {
