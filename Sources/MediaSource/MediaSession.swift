@@ -84,8 +84,12 @@ public final class MediaSession: Sendable {
         }
         guard let components = URLComponents(string: url) else { throw invalid("it cannot be parsed") }
         guard let host = components.host, !host.isEmpty else { throw invalid("it names no host") }
-        if let port = components.port, !(1...65535).contains(port) {
-            throw invalid("port \(port) is outside 1-65535")
+        // URLComponents has no port for digits past Int's range; read them as written.
+        if let authority = URLText.host(of: url), !authority.hasSuffix("]"), let colon = authority.lastIndex(of: ":") {
+            let digits = authority[authority.index(after: colon)...]
+            if !digits.isEmpty, Int(digits).map({ !(1...65535).contains($0) }) ?? true {
+                throw invalid("port \(digits.prefix(12)) is outside 1-65535")
+            }
         }
     }
 

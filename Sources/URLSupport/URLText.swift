@@ -12,7 +12,7 @@ public enum URLText {
 
     /// The URL with its userinfo replaced by `***`.
     static func hidingUserinfo(_ url: String) -> String {
-        guard let userinfo = userinfoRange(url) else { return url }
+        guard let userinfo = userinfoRange(url, forDisplay: true) else { return url }
         var shown = url
         shown.replaceSubrange(userinfo, with: "***")
         return shown
@@ -78,11 +78,14 @@ public enum URLText {
 
     /// The userinfo of `scheme://userinfo@host...`, without the "@". The authority ends at the
     /// first "/", "?" or "#"; an "@" after that belongs to the path or query.
-    static func userinfoRange(_ url: String) -> Range<String.Index>? {
+    static func userinfoRange(_ url: String, forDisplay: Bool = false) -> Range<String.Index>? {
         guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return nil }
         let authorityStart = url.index(colon, offsetBy: 3)
         let rest = url[authorityStart...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? url.endIndex
+        // For display, a `?` before the last `@` of the authority counts as part of a password
+        // (`http://u:pa?ss@host`, which no parser accepts), so that it is hidden, not shown —
+        // at the price of hiding the query of a URL that has no path and an `@` in its query.
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "#" || (!forDisplay && $0 == "?") }) ?? url.endIndex
         guard let at = url[authorityStart..<authorityEnd].lastIndex(of: "@") else { return nil }
         return authorityStart..<at
     }

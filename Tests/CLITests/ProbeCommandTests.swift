@@ -87,6 +87,7 @@ final class ProbeCommandTests: CLITestCase {
         try check([server.url("/stalled.mp4")], 3, "timed out")
         try check(["http://127.0.0.1:1/x.mp4"], 3, "connection refused")
         try check(["ftp://127.0.0.1/x.mp4"], 2, "unsupported")
+        try check(["http://127.0.0.1:99999999999999999999/x.mp4"], 2, "outside 1-65535")
         try check([dir.file("nothing-here.mp4")], 6, "no such file")
         let truncatedLocal = try writeFile("cut.mp4", Array(try sample("faststart.mp4")[0..<3000]))
         try check([truncatedLocal], 5, "cut.mp4")

@@ -12,6 +12,10 @@ final class URLRulesTests: XCTestCase {
         XCTAssertEqual(URLText.redacted("https://cdn.test/v.mp4?token"), "https://cdn.test/v.mp4?token", "a bare name has no value")
         XCTAssertEqual(URLText.redacted("https://cdn.test/v.mp4?%74oken=s3"), "https://cdn.test/v.mp4?%74oken=***",
                        "encoded names are compared decoded")
+        // No parser accepts a password with a "?" in it, but shown in an error it must stay hidden.
+        XCTAssertEqual(URLText.redacted("http://user:pa?ss@cdn.test/x"), "http://***@cdn.test/x")
+        XCTAssertEqual(URLRules.standard.key("http://cdn.test?e=a@b"), "http://cdn.test?e=a@b",
+                       "keys follow the parser: the query's @ is not userinfo")
     }
 
     func testPresetsLeaveSignaturesOutOfTheKey() {
