@@ -25,7 +25,9 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
     /// Worth trying again: the same request may succeed in a moment.
     public var isTransient: Bool {
         switch self {
-        case .http(let status, _, _): return status >= 500 || status == 429 || status == 408
+        // 501, 505 and 508 (not implemented, version not supported, loop detected) say the same
+        // again however often they are asked.
+        case .http(let status, _, _): return (status >= 500 && ![501, 505, 508].contains(status)) || status == 429 || status == 408
         case .timeout, .connectionLost: return true
         default: return false
         }
@@ -73,7 +75,10 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case 502: return "bad gateway"
         case 503: return "service unavailable"
         case 504: return "gateway timeout"
-        default: return status >= 500 ? "server error" : "client error"
+        case 508: return "loop detected"
+        default:
+            if status >= 500 { return "server error" }
+            return status >= 400 ? "client error" : "not the requested bytes" // 204, 304 and the like
         }
     }
 

@@ -44,6 +44,9 @@ public final class Service: Sendable {
         var fetchOptions = config.fetchOptions
         let guardian = self.guardian
         fetchOptions.connectionPolicy = { ip, port in guardian.allows(ip: ip, port: port) }
+        // Marks the service's own requests, so that an origin redirecting to a service (this one,
+        // or another pointing back) is refused at once instead of nesting request within request.
+        fetchOptions.headers.append(try RequestHeader(parsing: Service.viaHeader))
         session = MediaSession(cache: cache, fetchOptions: fetchOptions, keepWarm: 64)
         store = try SQLiteJobStore(cache: cache)
         let files = config.cacheDirectory + "/jobs"
@@ -98,6 +101,10 @@ public final class Service: Sendable {
         if let url = request.query["url"], url.utf8.count > config.limits.maxURLLength {
             throw APIError(status: 414, code: "url_too_long", message: "the url parameter is longer than \(config.limits.maxURLLength) bytes")
         }
+        if parts == ["v1", "probe"] || parts == ["v1", "stream"], Service.isLoop(request) {
+            throw APIError(status: 508, code: "loop_detected",
+                           message: "this request comes from an mprobe service fetching an origin: an origin redirects back to a service")
+        }
         switch parts {
         case ["metrics"]: return try only(["GET"], request) { metricsPage() }
         case ["v1", "health"]: return try only(["GET"], request) { json(metrics.health(gauges())) }
@@ -121,6 +128,13 @@ public final class Service: Sendable {
             }
             throw APIError.notFound("no such endpoint: \(request.method) \(request.path)")
         }
+    }
+
+    static let viaHeader = "Via: 1.1 mprobe"
+
+    /// A request the service (or another mprobe service) made itself: a fetch that came back.
+    private static func isLoop(_ request: HTTPRequest) -> Bool {
+        request.headers["via"].map { $0.lowercased().contains("mprobe") } ?? false
     }
 
     /// Runs `body` when the method is one of `methods`, else answers 405 with `Allow`.

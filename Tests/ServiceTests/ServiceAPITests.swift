@@ -199,6 +199,21 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/probe", origin: "http://u:pw@127.0.0.1:\(allowed.port)/v.mp4")).status, 400)
     }
 
+    /// An origin that redirects to the service's own proxy used to nest a request per hop (about
+    /// 300 deep) and saturate the service: the service's own requests are marked, and refused.
+    func testAnOriginRedirectingBackToTheServiceIsOneRefusedHop() throws {
+        let origin = try FaultServer()
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        origin.route("/loop.mp4", .redirect(to: service.url("/v1/stream", origin: origin.url("/loop.mp4"))))
+        let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/loop.mp4")))
+        XCTAssertNotEqual(reply.status, 200)
+        Thread.sleep(forTimeInterval: 0.2)
+        let nested = service.log.filter { $0.hasPrefix("GET /v1/stream") }
+        XCTAssertEqual(nested.count, 2, "the player's request and one refused hop, not retried: \(service.log)")
+        XCTAssertEqual(nested.filter { $0.contains(" 508 ") }.count, 1, "\(service.log)")
+    }
+
     func testLimitsAreClearErrors() throws {
         var limits = ServiceLimits()
         limits.maxItemsPerJob = 2
