@@ -141,6 +141,21 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "a stalled fetch stops when its job is cancelled")
     }
 
+    /// A DELETE right after the POST can meet a job a worker has claimed but not yet registered:
+    /// that cancel used to be lost (200 "running", and the job ran to its end).
+    func testACancelRightAfterSubmittingIsNeverLost() throws {
+        let slow = try FaultServer()
+        let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplesDirectory + "/moov-at-end.mp4")))
+        slow.route("/slow.mp4", .stall(afterBytes: 1000, seconds: 30, then: .serve(body: media)))
+        let service = try ServiceHarness(workers: 2)
+        defer { service.stop() }
+        for _ in 0..<25 { // the race is narrow: many tries make it likely to be met
+            let id = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"] as? String)
+            _ = try HTTPClient.request("DELETE", service.url("/v1/jobs/\(id)"))
+            XCTAssertEqual(try service.waitForJob(id, timeout: 10)["state"] as? String, "cancelled", id)
+        }
+    }
+
     func testTheTokenIsRequiredAndNeverLogged() throws {
         let service = try ServiceHarness(token: "tok-123")
         defer { service.stop() }

@@ -112,7 +112,7 @@ extension Service {
             return try showJob(id)
         }
         if job.state == .running || job.state == .queued {
-            _ = runner.cancelRunning(id: id)
+            runner.cancelRunning(id: id)
             // The worker records the end; answer with what is known now.
             let deadline = Date().addingTimeInterval(2)
             while Date() < deadline, let now = try store.job(id: id), !now.state.isFinal { Thread.sleep(forTimeInterval: 0.02) }

@@ -22,6 +22,9 @@ final class JobRunner: Sendable {
 
     private struct State {
         var running: [String: Cancellation] = [:]
+        /// Jobs cancelled after a worker claimed them but before it registered them in `running`:
+        /// the worker cancels them as it registers them.
+        var cancelledEarly: Set<String> = []
         /// Requests whose URLs hold secrets the store does not keep, by job id, until they ran.
         var requests: [String: [UInt8]] = [:]
         var stopping = false
@@ -61,11 +64,11 @@ final class JobRunner: Sendable {
     /// Wakes a worker for a newly queued job.
     func jobQueued() { wakeup.withLock { wakeup.broadcast() } }
 
-    /// Cancels a running job; returns false when it is not running here.
-    func cancelRunning(id: String) -> Bool {
-        guard let token = state.withLock({ $0.running[id] }) else { return false }
-        token.cancel()
-        return true
+    /// Cancels a running job, or one a worker has just claimed and is about to run.
+    func cancelRunning(id: String) {
+        state.withLock { s in
+            if let token = s.running[id] { token.cancel() } else { s.cancelledEarly.insert(id) }
+        }
     }
 
     /// Stops taking jobs, cancels the running ones (they go back to the queue) and waits, at most
@@ -96,7 +99,10 @@ final class JobRunner: Sendable {
 
     private func run(_ job: JobRecord) {
         let token = Cancellation()
-        state.withLock { $0.running[job.id] = token }
+        state.withLock { s in
+            s.running[job.id] = token
+            if s.cancelledEarly.remove(job.id) != nil { token.cancel() }
+        }
         defer { state.withLock { _ = $0.running.removeValue(forKey: job.id) } }
         let started = Date()
         var outcome: (state: JobState, result: String?, code: String?, message: String?)
