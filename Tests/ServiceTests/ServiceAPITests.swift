@@ -246,6 +246,8 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": "\#(url)", "bogus": 1}"#).status, 400)
         XCTAssertEqual(try service.postJob(#"{"type": "transcode", "url": "\#(url)"}"#).status, 400)
         XCTAssertEqual(try service.postJob("not json").status, 400)
+        let utf16 = Array(#"{"type": "prefetch", "url": "\#(url)"}"#.data(using: .utf16LittleEndian)!)
+        XCTAssertEqual(try HTTPClient.request("POST", service.url("/v1/jobs"), body: utf16).status, 400, "JSON is UTF-8")
         let long = service.url("/v1/probe", origin: url + "?" + String(repeating: "a", count: 300))
         XCTAssertEqual(try HTTPClient.request("GET", long).status, 414)
         XCTAssertEqual(try HTTPClient.request("PUT", service.url("/v1/jobs")).status, 405)

@@ -7,6 +7,11 @@ struct RequestObject {
     /// The top-level object of `body`, or a 400 naming what is wrong.
     init(_ body: [UInt8]) throws {
         guard !body.isEmpty else { throw APIError.badRequest("the request needs a JSON object body") }
+        // JSON between systems is UTF-8 (RFC 8259); other encodings would be parsed here and
+        // then stored and shown as something else.
+        guard String(bytes: body, encoding: .utf8) != nil, !body.contains(0) else {
+            throw APIError.badRequest("the body must be JSON in UTF-8")
+        }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             throw APIError.badRequest("the body is not a JSON object")
         }
