@@ -134,6 +134,12 @@ public final class RangeFetcher: Sendable {
                let target = transfer.easy?.infoString(CURLINFO_REDIRECT_URL) ?? transfer.header("location") {
                 return .failure(FetchError.redirectRefused(url: url, target: options.urlRules.shown(target)))
             }
+            // Of an http(s) URL, libcurl says "unsupported protocol" about the answer: no status
+            // line (HTTP/0.9, garbage), or a status it cannot use as final (1xx).
+            if code == CURLE_UNSUPPORTED_PROTOCOL, let scheme = transfer.url.split(separator: ":").first?.lowercased(),
+               scheme == "http" || scheme == "https" {
+                return .failure(FetchError.badResponse(url: url, detail: "its answer is not an HTTP response mprobe can use"))
+            }
             return .failure(FetchError.from(code, url: url, detail: ""))
         }
         switch transfer.status {

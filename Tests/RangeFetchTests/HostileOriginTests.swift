@@ -105,6 +105,15 @@ final class HostileOriginTests: XCTestCase {
         guard case .redirectRefused? = error else { return XCTFail("got \(String(describing: error))") }
     }
 
+    /// libcurl calls an answer it cannot use as HTTP (here a 1xx status as the final one) an
+    /// "unsupported protocol": that is the server's fault, not the user's URL scheme.
+    func testAnAnswerThatIsNotUsableHTTPIsABadResponseNotABadScheme() throws {
+        let (error, _, _) = try fetchError(.fixed(status: 150, headers: [], body: Array("x".utf8)))
+        XCTAssertNotNil(error)
+        if case .unsupportedScheme? = error { XCTFail("blamed the URL's scheme: \(String(describing: error))") }
+        XCTAssertFalse("\(String(describing: error))".contains("scheme"), "\(String(describing: error))")
+    }
+
     /// A request that fails below HTTP leaves its libcurl handle in a state where setting the
     /// buffer size fails; pooled, that handle made every later request of the fetcher fail
     /// (the service answered 500 to every origin until restarted).
