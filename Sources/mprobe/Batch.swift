@@ -124,6 +124,12 @@ final class LineReader {
     convenience init(path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw OpenError(reason: String(cString: strerror(errno))) }
+        // A directory opens, and reads as nothing: an empty list rather than the mistake it is.
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
+            close(fd)
+            throw OpenError(reason: "it is a directory")
+        }
         self.init(fd: fd, owned: true)
     }
 

@@ -57,6 +57,12 @@ final class ThumbsCommandTests: CLITestCase {
         try mprobe(["thumbs", "x.mp4", "--at", "1,two"], expect: 2)
         try mprobe(["thumbs", "x.mp4", "--sprite=3y3"], expect: 2)
         try mprobe(["thumbs", "x.mp4", "--out", ""], expect: 2)
+        // A directory given as the input list is a mistake, not an empty list.
+        XCTAssertTrue(try mprobe(["thumbs", "-i", dir.path], expect: 2).stderr.contains("is a directory"))
+        // A grid with a capital X is the grid, not an input named 5X4.
+        let grid = try mprobe(["thumbs", samplePath("faststart.mp4"), "--sprite", "5X4", "--count", "2", "--out", dir.file("g"),
+                               "--no-cache", "--json"])
+        XCTAssertTrue(try json(grid)["sprites"] != nil || grid.stdoutString.contains("sprite"), grid.stdoutString)
     }
 
     func testAnOutputFolderThatCannotBeMadeIsExitSixNamingItBeforeAnyFetch() throws {

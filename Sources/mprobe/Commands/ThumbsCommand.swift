@@ -35,7 +35,9 @@ enum ThumbsCommand: OptionCommand {
     static let valueOptions: Set<String> = GlobalOptions.valueOptions
         .union(["every", "count", "at", "width", "height", "format", "quality", "out", "jobs", "i"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["accurate", "quiet"])
-    static let optionalValues = ["sprite": "^[0-9]+x[0-9]+$"]
+    /// A next argument shaped like a grid (any case of x, so that 5X4 is an error about the grid,
+    /// not an input named 5X4) is the grid.
+    static let optionalValues = ["sprite": "^[0-9]+[xX][0-9]+$"]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = try GlobalOptions(args)
