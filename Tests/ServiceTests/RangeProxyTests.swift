@@ -21,6 +21,7 @@ final class RangeProxyTests: XCTestCase {
             ("bytes=-500", 206, 2_999_500..<3_000_000), ("bytes=1000000-1999999", 206, 1_000_000..<2_000_000),
             ("bytes=2999999-9999999", 206, 2_999_999..<3_000_000), (nil, 200, 0..<3_000_000),
             ("bytes=0-0", 206, 0..<1), ("bytes=5-3", 200, 0..<3_000_000), ("bytes=0-1,5-6", 200, 0..<3_000_000),
+            ("bytes=2999000-99999999999999999999", 206, 2_999_000..<3_000_000),
         ]
         for (range, status, expected) in cases {
             let reply = try HTTPClient.request("GET", url, headers: range.map { ["Range": $0] } ?? [:])
@@ -37,6 +38,7 @@ final class RangeProxyTests: XCTestCase {
         }
         let past = try HTTPClient.request("GET", url, headers: ["Range": "bytes=3000000-"])
         XCTAssertEqual(past.status, 416)
+        XCTAssertEqual(try HTTPClient.request("GET", url, headers: ["Range": "bytes=99999999999999999999-"]).status, 416)
         XCTAssertEqual(past.headers["content-range"], "bytes */3000000")
         let head = try HTTPClient.request("HEAD", url, headers: ["Range": "bytes=10-19"])
         XCTAssertEqual(head.status, 206)
@@ -68,6 +70,26 @@ final class RangeProxyTests: XCTestCase {
         }
         let whole = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=whole")))
         XCTAssertTrue(whole.status == 200 && whole.body == data)
+    }
+
+    /// The proxy shares its origin with the dashboard: an origin's HTML must not run there. Media
+    /// types pass; anything else is served as unsniffed, sandboxed bytes.
+    func testOnlyMediaTypesPassAndNothingRunsInTheServicesOrigin() throws {
+        let origin = try FaultServer()
+        let page = Array("<script>alert(sessionStorage.getItem('mprobe.token'))</script>".utf8)
+        origin.route("/p.html", .serve(body: page, contentType: "text/html"))
+        origin.route("/s.svg", .serve(body: page, contentType: "image/svg+xml"))
+        origin.route("/v.mp4", .serve(body: page, contentType: "video/mp4"))
+        origin.route("/bad", .serve(body: page, contentType: "video/mp4\u{1B}[31m"))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        for (path, type) in [("/p.html", "application/octet-stream"), ("/s.svg", "application/octet-stream"),
+                             ("/v.mp4", "video/mp4"), ("/bad", "application/octet-stream")] {
+            let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url(path)))
+            XCTAssertEqual(reply.headers["content-type"], type, path)
+            XCTAssertEqual(reply.headers["x-content-type-options"], "nosniff", path)
+            XCTAssertTrue(reply.headers["content-security-policy"]?.hasPrefix("sandbox") == true, path)
+        }
     }
 
     func testBytesStreamAsTheyArriveAndPlayersShareFetches() throws {

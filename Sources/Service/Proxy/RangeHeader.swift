@@ -16,9 +16,11 @@ enum RangeHeader: Equatable {
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { self = .whole; return }
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        // Digits past Int64 are a position past any resource: saturated, they give 416 as a
+        // first byte and "to the end" as a last byte, as RFC 9110 reads them.
         func number(_ text: String) -> Int64? {
             guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-            return Int64(text)
+            return Int64(text) ?? .max
         }
         if first.isEmpty { // bytes=-n: the last n bytes
             guard let n = number(last) else { self = .whole; return }

@@ -29,8 +29,13 @@ extension Service {
         // The first byte the player wants also tells the size (and pins the version).
         let size = try sizeLearningAt(RangeHeader.firstByte(request.headers["range"]), source: source)
         let validators = source.validators
+        // The proxy shares its origin with the dashboard (which keeps the token in the page):
+        // an origin's HTML or script must never run here. Only media types pass; the rest is
+        // served as bytes, unsniffed and sandboxed.
         var headers: [(String, String)] = [("Accept-Ranges", "bytes"),
-                                           ("Content-Type", source.contentType ?? "application/octet-stream")]
+                                           ("Content-Type", Service.mediaType(source.contentType)),
+                                           ("X-Content-Type-Options", "nosniff"),
+                                           ("Content-Security-Policy", "sandbox; default-src 'none'")]
         if let etag = validators.etag { headers.append(("ETag", etag)) }
         if let lastModified = validators.lastModified { headers.append(("Last-Modified", lastModified)) }
 
@@ -57,6 +62,20 @@ extension Service {
                                onClose: { [self] in streamEnded($0) })
         handedOver = true
         return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
+    }
+
+    /// `type` if it names media a player reads (video, audio, raster images, playlists, subtitles),
+    /// else `application/octet-stream`.
+    static func mediaType(_ type: String?) -> String {
+        guard let type, type.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else {
+            return "application/octet-stream"
+        }
+        let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let media = ["application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
+                     "text/vtt", "application/octet-stream"]
+        let isMedia = essence.hasPrefix("video/") || essence.hasPrefix("audio/")
+            || (essence.hasPrefix("image/") && !essence.contains("svg")) || media.contains(essence)
+        return isMedia ? type : "application/octet-stream"
     }
 
     /// The size: known already, or learnt by reading the byte at `offset` (0 when the request does
