@@ -70,6 +70,10 @@ final class RangeProxyTests: XCTestCase {
         }
         let whole = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=whole")))
         XCTAssertTrue(whole.status == 200 && whole.body == data)
+        // The same from an origin that ignores ranges (its whole body says where the end is).
+        origin.route("/norange.mp4", .ignoreRanges(body: data))
+        let past = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/norange.mp4")), headers: ["Range": "bytes=5000-"])
+        XCTAssertEqual(past.status, 416, past.text)
     }
 
     /// The proxy shares its origin with the dashboard: an origin's HTML must not run there. Media
