@@ -15,7 +15,7 @@ extension ByteCache {
     static func createSchema(_ db: SQLiteDatabase, removingDataFilesOf layout: CacheDirectory?) throws {
         // WAL lets readers in other processes proceed while one process commits; it is a property
         // of the file, set once.
-        try db.query("PRAGMA journal_mode=WAL")
+        try db.enableWriteAheadLog()
         try db.writeTransaction {
             guard try userVersion(db) < schemaVersion else { return }
             try db.execute("""

@@ -73,7 +73,7 @@ public final class ByteCache: Sendable {
         let path = layout.path + "/" + name
         try CacheDirectory.createPrivateFileIfMissing(path)
         let db = try SQLiteDatabase(path: path, mode: .readWrite)
-        try db.query("PRAGMA journal_mode=WAL")
+        try db.enableWriteAheadLog()
         return db
     }
 

@@ -41,18 +41,31 @@ struct CacheDirectory: Sendable {
     func requireCache() throws {
         let names = try CacheDirectory.names(in: path)
         guard !names.isEmpty, !names.contains("index.sqlite") else { return }
-        if names.contains("CACHEDIR.TAG"), tagIsOurs { return }
-        throw CacheError.notACache(path: path, holds: names.sorted())
+        switch names.contains("CACHEDIR.TAG") ? tag : .foreign {
+        case .ours: return
+        // Another opener of this new directory has created the tag and not yet written it (a
+        // third may have made an empty `data/` meanwhile). Another tool's tag may be a start of
+        // ours too (its first line is the convention's): then anything more is not ours.
+        case .beingWritten where names == ["CACHEDIR.TAG"]: return
+        case .beingWritten where Set(names) == ["CACHEDIR.TAG", "data"] && (try? CacheDirectory.names(in: dataPath))?.isEmpty == true:
+            return
+        case .beingWritten, .foreign: throw CacheError.notACache(path: path, holds: names.sorted())
+        }
     }
 
-    /// Whether `CACHEDIR.TAG` is the one we write (other tools tag their caches too).
-    private var tagIsOurs: Bool {
+    private enum Tag { case ours, beingWritten, foreign }
+
+    /// Whether `CACHEDIR.TAG` is the one we write (other tools tag their caches too), or the
+    /// start of it.
+    private var tag: Tag {
         let fd = open(tagPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return .foreign }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 512)
         let n = read(fd, &bytes, bytes.count)
-        return n > 0 && String(decoding: bytes.prefix(n), as: UTF8.self) == CacheDirectory.tagText
+        let ours = Array(CacheDirectory.tagText.utf8)
+        guard n >= 0, n <= ours.count, bytes.prefix(n).elementsEqual(ours.prefix(n)) else { return .foreign }
+        return n == ours.count ? .ours : .beingWritten
     }
 
     /// Writes the tag unless it is there; a full disk only delays it (the index marks the cache too).

@@ -171,6 +171,21 @@ public final class SQLiteDatabase {
         return try body()
     }
 
+    /// Puts the file in WAL mode (a property of the file, set once). Several processes opening a
+    /// new cache at once all try: switching needs the file to themselves, and SQLite answers
+    /// `SQLITE_BUSY` at once, without its busy handler, to a reader asking for that (waiting could
+    /// deadlock), so the switch is retried here for as long as the busy timeout.
+    public func enableWriteAheadLog() throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(SQLiteDatabase.busyTimeoutMilliseconds))
+        while true {
+            do {
+                return try query("PRAGMA journal_mode=WAL")
+            } catch let error as SQLiteError where error.code == SQLITE_BUSY && ContinuousClock.now < deadline {
+                usleep(5_000)
+            }
+        }
+    }
+
     /// `PRAGMA quick_check`: "ok", or what SQLite found wrong.
     func quickCheck() throws -> String {
         var lines: [String] = []
