@@ -20,15 +20,24 @@ struct CurlCallError: Error, CustomStringConvertible {
 // Unchecked: the fetcher's pool hands a handle to one thread at a time.
 final class CurlEasy: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
+    /// Where libcurl writes the words of its last failure (`CURLOPT_ERRORBUFFER`, set by
+    /// `reset`): more than `curl_easy_strerror` says, such as why a certificate was refused.
+    private let errorBuffer: UnsafeMutablePointer<CChar>
 
     init() throws {
         guard CurlGlobal.initialized, let h = curl_easy_init() else {
             throw CurlCallError(code: CURLE_FAILED_INIT, function: "curl_easy_init")
         }
         handle = h
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        _ = mp_curl_set_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer)
     }
 
-    deinit { curl_easy_cleanup(handle) }
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
 
     private func check(_ code: CURLcode, _ option: String) throws {
         guard code == CURLE_OK else { throw CurlCallError(code: code, function: "curl_easy_setopt(\(option))") }
@@ -69,7 +78,14 @@ final class CurlEasy: @unchecked Sendable {
     }
 
     /// Clears options but keeps the connection cache, so the next request can reuse a connection.
-    func reset() { curl_easy_reset(handle) }
+    func reset() {
+        curl_easy_reset(handle)
+        errorBuffer[0] = 0
+        _ = mp_curl_set_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer)
+    }
+
+    /// libcurl's words for the last failure, or "" when it left none.
+    var errorText: String { String(cString: errorBuffer) }
 
     func perform() -> CURLcode { curl_easy_perform(handle) }
 

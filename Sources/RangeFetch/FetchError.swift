@@ -48,7 +48,7 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case .http(let status, let url, _): return "HTTP \(status) (\(FetchError.reason(status))) for \(url)"
         case .hostNotFound(let url): return "cannot resolve the host name of \(url)"
         case .connectionRefused(let url): return "connection refused by the server of \(url)"
-        case .tls(let url, let detail): return "TLS failure for \(url): \(detail) (use --cacert FILE for a private CA)"
+        case .tls(let url, let detail): return "TLS failure for \(url): \(detail)\(FetchError.tlsHint(detail))"
         case .timeout(let url): return "timed out waiting for \(url) (raise --timeout for slow servers)"
         case .connectionLost(let url, let detail): return "connection lost while fetching \(url): \(detail)"
         case .tooManyRedirects(let url): return "too many redirects for \(url)"
@@ -80,6 +80,12 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
             if status >= 500 { return "server error" }
             return status >= 400 ? "client error" : "not the requested bytes" // 204, 304 and the like
         }
+    }
+
+    /// What to do about a TLS failure: trusting a private CA (`--cacert`) may help, unless the
+    /// certificate is for another host name.
+    static func tlsHint(_ detail: String) -> String {
+        detail.contains("not for this host name") ? "" : " (use --cacert FILE for a private CA)"
     }
 
     /// Maps a libcurl result to the error a person can act on. `url` is the URL as shown (redacted).

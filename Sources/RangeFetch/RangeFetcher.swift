@@ -140,6 +140,15 @@ public final class RangeFetcher: Sendable {
                scheme == "http" || scheme == "https" {
                 return .failure(FetchError.badResponse(url: url, detail: "its answer is not an HTTP response mprobe can use"))
             }
+            // A certificate made for another host name: trusting another CA would not help.
+            if code == CURLE_PEER_FAILED_VERIFICATION, let words = transfer.easy?.errorText,
+               words.contains("host name") || words.contains("hostname") {
+                return .failure(FetchError.tls(url: url, detail: "the certificate is not for this host name"))
+            }
+            // libcurl says "malformed URL" about a Location it cannot follow, as if of ours.
+            if code == CURLE_URL_MALFORMAT, (300..<400).contains(transfer.status), let target = transfer.header("location") {
+                return .failure(FetchError.badResponse(url: url, detail: "it redirects to a malformed URL (\(options.urlRules.shown(target)))"))
+            }
             return .failure(FetchError.from(code, url: url, detail: ""))
         }
         switch transfer.status {

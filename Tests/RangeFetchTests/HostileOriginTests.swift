@@ -105,6 +105,13 @@ final class HostileOriginTests: XCTestCase {
         guard case .redirectRefused? = error else { return XCTFail("got \(String(describing: error))") }
     }
 
+    /// A Location libcurl cannot parse is the origin's fault: the user's URL was fine.
+    func testAMalformedRedirectIsTheServersFaultNotTheURLs() throws {
+        let (error, _, _) = try fetchError(.redirect(to: "http://[::1/x"))
+        guard case .badResponse? = error else { return XCTFail("got \(String(describing: error))") }
+        XCTAssertTrue("\(String(describing: error))".contains("redirects to a malformed URL"), "\(String(describing: error))")
+    }
+
     /// libcurl calls an answer it cannot use as HTTP (here a 1xx status as the final one) an
     /// "unsupported protocol": that is the server's fault, not the user's URL scheme.
     func testAnAnswerThatIsNotUsableHTTPIsABadResponseNotABadScheme() throws {

@@ -81,7 +81,22 @@ final class RangeFetcherNginxTests: XCTestCase {
         // Without the CA the certificate is rejected with an error that says TLS.
         XCTAssertThrowsError(try RangeFetcher(options: quickOptions()).collect(nginx.url("/t.bin"), 0..<10)) { error in
             guard case .tls = error as? FetchError else { return XCTFail("expected a TLS error, got \(error)") }
-            XCTAssertTrue("\(error)".contains("--cacert"))
+            XCTAssertTrue("\(error)".contains("--cacert"), "\(error)")
+        }
+    }
+
+    /// A certificate made for another host name is said so; trusting another CA would not help.
+    func testACertificateForAnotherHostNameIsSaidSo() throws {
+        let dir = try TempDirectory()
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: dir.file("t.bin")))
+        let tls = try TLSMaterial.generate(in: dir.file(""), names: "DNS:media.example")
+        let nginx = try NginxServer(root: dir.path, tls: tls)
+        var options = quickOptions()
+        options.caCertPath = tls.caCertPath
+        XCTAssertThrowsError(try RangeFetcher(options: options).collect(nginx.url("/t.bin"), 0..<3)) { error in
+            guard case .tls = error as? FetchError else { return XCTFail("expected a TLS error, got \(error)") }
+            XCTAssertTrue("\(error)".contains("not for this host name"), "\(error)")
+            XCTAssertFalse("\(error)".contains("--cacert"), "\(error)")
         }
     }
 

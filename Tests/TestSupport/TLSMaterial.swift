@@ -15,8 +15,8 @@ public struct TLSMaterial: Sendable {
     }
 
     /// Generates EC P-256 keys, the CA and the server certificate into `dir` with the
-    /// `openssl` command-line tool.
-    public static func generate(in dir: String) throws -> TLSMaterial {
+    /// `openssl` command-line tool. The server certificate is for `names` (a subjectAltName value).
+    public static func generate(in dir: String, names: String = "DNS:localhost, IP:127.0.0.1") throws -> TLSMaterial {
         guard let openssl = findExecutable("openssl") else {
             throw TestSupportError.missingExecutable(path: "openssl", hint: "install the openssl package")
         }
@@ -47,7 +47,7 @@ public struct TLSMaterial: Sendable {
             basicConstraints = critical, CA:FALSE
             keyUsage = critical, digitalSignature, keyEncipherment
             extendedKeyUsage = serverAuth
-            subjectAltName = DNS:localhost, IP:127.0.0.1
+            subjectAltName = \(names)
 
             """.write(toFile: ext, atomically: true, encoding: .utf8)
         // A random serial (leading 01 keeps it positive) avoids the .srl file that
