@@ -242,6 +242,12 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": ["\#(url)", "\#(url)", "\#(url)"]}"#).status, 400)
         XCTAssertEqual(try service.postJob(#"{"type": "thumbnails", "url": "\#(url)", "count": 11}"#).status, 400)
         XCTAssertEqual(try service.postJob(String(repeating: " ", count: 5000) + "{}").status, 413)
+        // An announced body over the limit is refused before the client sends it ("100 Continue"
+        // was answered first, and the body read, before).
+        let waiting = try RawHTTPConnection(port: service.service.port)
+        waiting.send(Array("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n".utf8))
+        let answer = String(decoding: waiting.read(atLeast: 12, timeout: 5), as: UTF8.self)
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 413"), answer)
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": "\#(url)", "seconds": -1}"#).status, 400)
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": "\#(url)", "bogus": 1}"#).status, 400)
         XCTAssertEqual(try service.postJob(#"{"type": "transcode", "url": "\#(url)"}"#).status, 400)

@@ -9,7 +9,8 @@ import Synchronization
 /// Handlers are Swift closures over `HTTPRequest`/`HTTPResponse`; no C pointer leaves this file.
 public final class HTTPServer: Sendable {
     public struct Limits: Sendable {
-        /// Longest request body accepted (a larger one is answered 413 after it was read).
+        /// Longest request body accepted: a larger one is answered 413, before it is sent when its
+        /// length is announced, else after it was read.
         public var maxBody = 1 << 20
         public var maxConnections = 512
         /// Seconds a connection may sit idle before it is closed.
@@ -32,6 +33,10 @@ public final class HTTPServer: Sendable {
     public let host: String
     private let daemon: DaemonHandle
     private let core: ServerCore
+
+    static func tooLarge(_ limit: Int) -> HTTPResponse {
+        HTTPResponse.text(413, "request body larger than \(limit) bytes\n")
+    }
 
     /// Binds `host:port` (port 0 picks a free one) and starts serving.
     public init(host: String, port: Int, limits: Limits = Limits(),
@@ -136,6 +141,13 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
         context.method = method.map { String(cString: $0) } ?? "GET"
         context.path = url.map { String(cString: $0) } ?? "/"
         reqCls.pointee = Unmanaged.passRetained(context).toOpaque()
+        // A body announced larger than the limit is refused now, before a client that waits for
+        // "100 Continue" sends it, and before it is read.
+        let announced = connectionValues(connection, mp_mhd_header_kind(), lowercased: true)["content-length"]
+        if let announced, announced.count > 18 || (Int(announced) ?? 0) > core.maxBody {
+            context.status = 413
+            return queue(HTTPServer.tooLarge(core.maxBody), on: connection, context: context)
+        }
         return .YES
     }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
@@ -160,9 +172,7 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
                               headers: connectionValues(connection, mp_mhd_header_kind(), lowercased: true),
                               body: context.body, peer: peerAddress(connection),
                               clientGone: { mp_socket_peer_closed(fd) != 0 })
-    let response = context.bodyTooLarge
-        ? HTTPResponse.text(413, "request body larger than \(core.maxBody) bytes\n")
-        : core.handler(request)
+    let response = context.bodyTooLarge ? HTTPServer.tooLarge(core.maxBody) : core.handler(request)
     context.status = response.status
     return queue(response, on: connection, context: context)
 }
