@@ -4,6 +4,9 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
     case notMedia(input: String)
     /// The input has no bytes at all.
     case empty(input: String)
+    /// An HLS playlist or a DASH manifest: streams of many files, which mprobe does not open yet
+    /// (libavformat would fetch the segments itself, around the cache).
+    case streamingManifest(input: String, kind: String)
     /// The container was recognised but its data is damaged or cut short.
     case malformed(input: String, detail: String)
     /// An MP4/MOV without a `moov` box: nothing can be played.
@@ -17,6 +20,8 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .notMedia(let input): return "\(input): not a media file libavformat can read"
         case .empty(let input): return "\(input): empty (0 bytes), not media"
+        case .streamingManifest(let input, let kind):
+            return "\(input): \(kind); HLS and DASH are not supported yet: give the URL of a variant's media file (an MP4, a segment)"
         case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
         case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"
         case .noTracks(let detail): return "no such tracks: \(detail)"

@@ -16,6 +16,9 @@ struct OpenedInput {
         layout = try walker.walk(source) // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
         if try source.size() == 0 { throw MediaError.empty(input: source.input) }
+        if layout == nil, let kind = try StreamingManifest.kind(of: source) {
+            throw MediaError.streamingManifest(input: source.input, kind: kind)
+        }
         do {
             context = try FormatContext(source: source, findStreamInfo: findStreamInfo, cancellation: session.cancellation)
         } catch let error as FFmpegError {

@@ -112,6 +112,31 @@ final class ProbeCommandTests: CLITestCase {
         }
     }
 
+    /// HLS and DASH are named as what they are until mprobe opens them (a master playlist once
+    /// printed `hls · 227 B` with no tracks and exit 0; a media playlist "not a media file").
+    func testPlaylistsAndManifestsAreNamedNotProbedAsDamagedMedia() throws {
+        let files = [
+            "master.m3u8": "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360\nlow/index.m3u8\n",
+            "media.m3u8": "\u{FEFF}#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nseg0.ts\n#EXT-X-ENDLIST\n",
+            "a.mpd": #"<?xml version="1.0"?><!-- made by a packager --><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><Period/></MPD>"#,
+        ]
+        for (name, text) in files { _ = try writeFile("www/" + name, Array(text.utf8)) }
+        let nginx = try NginxServer(root: dir.file("www"))
+        for name in files.keys.sorted() {
+            let kind = name.hasSuffix(".mpd") ? "a DASH manifest" : "an HLS playlist"
+            for input in [dir.file("www/" + name), nginx.url("/" + name)] {
+                for command in [["probe"], ["probe", "--json"], ["prefetch", "--seconds", "1"]] {
+                    let r = try mprobe(command + [input, "--cache-dir", cacheDir], expect: 5)
+                    XCTAssertTrue(r.stderr.contains(kind + "; HLS and DASH are not supported yet"), "\(command) \(input): \(r.stderr)")
+                }
+            }
+        }
+        // Text that only mentions a playlist is not one.
+        _ = try writeFile("www/notes.txt", Array("see #EXTM3U and <MPD> below".utf8))
+        let r = try mprobe(["probe", dir.file("www/notes.txt"), "--cache-dir", cacheDir], expect: 5)
+        XCTAssertFalse(r.stderr.contains("not supported yet"), r.stderr)
+    }
+
     func testOfflineProbeAfterAnOnlineOne() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let url = nginx.url("/moov-at-end.mp4")

@@ -1,0 +1,42 @@
+import MediaSource
+
+/// Recognises HLS playlists and DASH manifests by their first bytes, so that they are named as
+/// what they are instead of failing as damaged media (libavformat's readers of them would open
+/// every nested playlist and segment on their own, outside the cache and the origin's rules).
+enum StreamingManifest {
+    /// "an HLS playlist", "a DASH manifest", or nil for anything else. Reads at most 1 KiB,
+    /// which the first request of a probe has already brought.
+    static func kind(of source: any MediaSource) throws -> String? {
+        var head = [UInt8](repeating: 0, count: 1024)
+        let count = try head.withUnsafeMutableBytes { buffer in
+            var filled = 0
+            while filled < buffer.count {
+                let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), at: Int64(filled))
+                if n <= 0 { break }
+                filled += n
+            }
+            return filled
+        }
+        return kind(ofText: String(decoding: head.prefix(count), as: UTF8.self))
+    }
+
+    /// The playlist tag must open the file (after a byte-order mark or blank space); a manifest is
+    /// XML whose first element is `MPD`.
+    static func kind(ofText text: String) -> String? {
+        let start = text.drop { $0 == "\u{FEFF}" || $0.isWhitespace }
+        if start.hasPrefix("#EXTM3U") { return "an HLS playlist" }
+        guard start.hasPrefix("<") else { return nil }
+        var rest = start[...]
+        // Skip the XML declaration, comments and processing instructions before the root element.
+        while let open = rest.firstIndex(of: "<") {
+            let tag = rest[open...]
+            if tag.hasPrefix("<?") || tag.hasPrefix("<!") {
+                guard let close = tag.firstIndex(of: ">") else { return nil }
+                rest = tag[tag.index(after: close)...]
+                continue
+            }
+            return tag.dropFirst().hasPrefix("MPD") ? "a DASH manifest" : nil
+        }
+        return nil
+    }
+}
