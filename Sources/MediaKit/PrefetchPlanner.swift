@@ -29,6 +29,9 @@ public struct PrefetchPlanner: Sendable {
         let windowEnd = windowStart + seconds
 
         var sampleSet = ByteRangeSet()
+        // The samples the window plays, without the one after it that only tells the demuxer the
+        // window has ended.
+        var played = ByteRangeSet()
         var planned: [PrefetchPlan.Track] = []
         var indexed = false
         // Seeking puts every other stream at the video key frame's decode time, so their samples are
@@ -42,7 +45,10 @@ public struct PrefetchPlanner: Sendable {
             let kind = context.kind(ofStream: index)
             let chosen = PrefetchPlanner.window(entries, from: from, to: windowEnd, fromKeyframe: kind == .video)
             if kind == .video, let keyframe = chosen.first { from = min(from, keyframe.decodeTime) }
-            for e in chosen { sampleSet.insert(e.byteRange) }
+            for e in chosen {
+                sampleSet.insert(e.byteRange)
+                if e.time < windowEnd { played.insert(e.byteRange) }
+            }
             planned.append(PrefetchPlan.Track(index: index, kind: kind, samples: chosen.count,
                                               bytes: chosen.reduce(0) { $0 + $1.size },
                                               firstTime: chosen.first.map { $0.time - context.startTime },
@@ -56,6 +62,9 @@ public struct PrefetchPlanner: Sendable {
             note = why
             planned = streams.map { PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: 0, bytes: 0,
                                                        firstTime: nil, lastTime: nil) }
+        }
+        if indexed, let size = try source.size() {
+            sampleSet = try PrefetchPlanner.withinFile(sampleSet, played: played, size: size, input: source.input)
         }
         let sampleRanges = PrefetchPlanner.merge(sampleSet.ranges, gap: PrefetchPlanner.mergeGap)
         var floor = sampleSet
@@ -86,6 +95,20 @@ public struct PrefetchPlanner: Sendable {
         while last + 1 < entries.count && entries[last + 1].time < to { last += 1 }
         if last + 1 < entries.count { last += 1 }
         return Array(entries[first...last])
+    }
+
+    /// The sample ranges that lie in a file of `size` bytes. A sample the window plays that lies
+    /// past the end means the file is cut short or its index is damaged: that is said as such, the
+    /// same for a file and a URL (a URL's prefetch would otherwise fail as bytes it could not keep,
+    /// and a file's succeed). The sample after the window may be missing: the demuxer meets the end.
+    static func withinFile(_ samples: ByteRangeSet, played: ByteRangeSet, size: Int64, input: String) throws -> ByteRangeSet {
+        if let past = played.ranges.last, past.upperBound > size {
+            throw MediaError.malformed(input: input, detail: "the window's samples reach byte \(past.upperBound) "
+                                       + "but the file ends at \(size): it is truncated or its index is damaged")
+        }
+        var inside = samples
+        if size < Int64.max { inside.remove(size..<Int64.max) }
+        return inside
     }
 
     static func merge(_ ranges: [Range<Int64>], gap: Int64) -> [Range<Int64>] {

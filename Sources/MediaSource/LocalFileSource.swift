@@ -44,7 +44,10 @@ public final class LocalFileSource: MediaSource {
 
     public func limitReadahead(to end: Int64?) {}
 
-    public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] { [] }
+    /// Nothing in the file is missing; what lies past its end is (a cut file's index points there).
+    public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {
+        range.upperBound > fileSize ? [max(range.lowerBound, fileSize)..<range.upperBound] : []
+    }
 
     /// A local file is already local.
     public func prefetch(_ range: Range<Int64>) throws {}

@@ -75,6 +75,26 @@ final class PrefetchCommandTests: CLITestCase {
         XCTAssertEqual(try json(bad)["ok"] as? Bool, false)
     }
 
+    /// A file cut short: a window whose samples it still holds prefetches, one whose samples lie
+    /// past its end is a media error naming the cut, the same for the file and its URL (fuzzing
+    /// found the URL failing as "cannot keep ... in the cache" while the file said ok), and the
+    /// time buffered ends where the file does.
+    func testACutFileIsTheSameClearAnswerLocallyAndOverHTTP() throws {
+        let whole = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))
+        let cut = try writeFile("www/cut.mp4", Array(whole.prefix(whole.count * 6 / 10)))
+        let nginx = try NginxServer(root: dir.file("www"))
+        for input in [cut, nginx.url("/cut.mp4")] {
+            let early = try json(try mprobe(["prefetch", input, "--seconds", "1", "--json", "--cache-dir", cacheDir]))
+            let tracks = try XCTUnwrap(early["tracks"] as? [[String: Any]])
+            for track in tracks {
+                let buffered = try XCTUnwrap(track["buffered"] as? [[String: Double]])
+                XCTAssertLessThan(buffered.last?["end"] ?? 99, 3.5, "\(input): only what the file holds is buffered: \(buffered)")
+            }
+            let late = try mprobe(["prefetch", input, "--seconds", "4", "--cache-dir", cacheDir], expect: 5)
+            XCTAssertTrue(late.stderr.contains("but the file ends at \(whole.count * 6 / 10): it is truncated"), "\(input): \(late.stderr)")
+        }
+    }
+
     func testAPrefetchThatCannotBeKeptSaysSoAndFails() throws {
         let nginx = try NginxServer(root: try makeMedia())
         let url = nginx.url("/v.mp4")
