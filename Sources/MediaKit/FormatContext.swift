@@ -15,6 +15,7 @@ public final class FormatContext {
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
     public init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
         FFmpegLog.quietByDefault()
+        FFmpegMemory.capOnce()
         bridge = try AVIOBridge(source: source, cancellation: cancellation)
         guard let context = avformat_alloc_context() else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_alloc_context")
@@ -118,4 +119,16 @@ public enum FFmpegLog {
         _ = silenced
         av_log_set_level(AV_LOG_WARNING)
     }
+}
+
+/// FFmpeg refuses any single allocation above a process-wide limit, 2 GiB by default. A damaged
+/// fragment that claims 67 million samples got 1.6 GiB for its index in one allocation and made a
+/// 110 KB file cost 2.1 GiB of memory; the largest real single allocations (the index of a day of
+/// 60 fps video, an 8K frame) stay under 150 MB. Lowered once, before the first demuxer opens:
+/// such a file then fails as "would need more memory than FFmpeg allows".
+enum FFmpegMemory {
+    static let singleAllocationLimit = 512 << 20
+    private static let capped: Void = av_max_alloc(singleAllocationLimit)
+
+    static func capOnce() { _ = capped }
 }

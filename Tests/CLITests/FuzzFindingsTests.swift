@@ -48,4 +48,16 @@ final class FuzzFindingsTests: CLITestCase {
         XCTAssertTrue(r.stderr.contains("u1.webm") && r.stderr.contains("cannot seek") && r.stderr.contains("damaged"), r.stderr)
         XCTAssertFalse(r.stderr.contains("Operation not permitted"), r.stderr)
     }
+
+    /// F3: a 20-byte `trun` claiming 67 million samples (no per-sample fields, so nothing stops the
+    /// reader) made libavformat allocate a 1.6 GiB index in one piece: 2.1 GiB of memory for a
+    /// 110 KB file, exit 0. FFmpeg's limit for one allocation is lowered to 512 MiB, so such a
+    /// claim fails at once as what it is.
+    func testAFragmentClaimingMillionsOfSamplesIsRefusedNotAllocated() throws {
+        let file = try patched(Self.corpus + "/mp4ff__main_1.mp4", at: 21237, [0x04, 0, 0, 0], as: "f3.mp4")
+        for command in [["probe"], ["check", "--seconds", "1"]] {
+            let r = try mprobe(command + [file, "--cache-dir", cacheDir], expect: 5)
+            XCTAssertTrue(r.stderr.contains("more memory than FFmpeg allows"), "\(command): \(r.stderr)")
+        }
+    }
 }
