@@ -35,7 +35,10 @@ public struct ThumbnailSet: Sendable {
 /// one parallel wave, then decode from the cache — never fetch-decode-fetch.
 public struct Thumbnailer: Sendable {
     public var options = ThumbnailOptions()
-    public var connections = 4
+    /// The wave's parallel requests: one per key frame range up to this. Each range is a round trip
+    /// a connection pays in turn, so on a slow link fewer connections cost whole round trips (10
+    /// thumbnails over 4 connections: 3 in a row); the bytes are the same either way.
+    public var connections = 16
 
     public init() {}
 
