@@ -46,6 +46,12 @@ public final class LocalFileSource: MediaSource {
 
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] { [] }
 
+    public func openConnectionsAhead(_ count: Int) -> Int { 0 }
+
+    public func startFetching(_ range: Range<Int64>) throws {}
+
+    public func unrequestedRanges(in range: Range<Int64>) -> [Range<Int64>] { [] }
+
     /// A local file is already local.
     public func prefetch(_ range: Range<Int64>) throws {}
 
