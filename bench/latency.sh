@@ -13,7 +13,8 @@
 # (a local probe of a small sample) off mprobe's time before it is compared with the floor.
 #
 # Usage: bench/latency.sh [ROUNDS=3] [LINKS="60/50 20/200 150/10"]   (RTT ms / Mbit/s)
-#        MPROBE_BIN=path uses that binary instead of building one.
+#        MPROBE_BIN=path uses that binary instead of building one; MPROBE_BEFORE=path also times
+#        that one (an earlier build) in the same run, in a "before" column.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -84,9 +85,17 @@ for link in $LINKS; do
     base="http://127.0.0.1:$PROXY_PORT"
     echo "## ${rtt} ms RTT, ${mbit} Mbit/s (shared link, ${QUEUE} bytes may be in flight per connection)"
     echo
-    echo "| job | mprobe s | req | bytes sent | peer | peer s | req | bytes sent | floor s (bytes) | mprobe ÷ peer | (mprobe − start-up) ÷ floor |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
-    row() { # JOB M_LINE PEER PEER_LINE FLOOR_ROUND_TRIPS FLOOR_BYTES
+    before_head="" before_rule=""
+    [ -n "${MPROBE_BEFORE:-}" ] && before_head=" before s | req | bytes sent |" before_rule="---|---|---|"
+    echo "| job |$before_head mprobe s | req | bytes sent | peer | peer s | req | bytes sent | floor s (bytes) | mprobe ÷ peer | (mprobe − start-up) ÷ floor |"
+    echo "|---|$before_rule---|---|---|---|---|---|---|---|---|---|"
+    # The row's "before" cells: the same command with MPROBE_BEFORE's binary.
+    before() { # SHELL-COMMAND USING $BIN
+        [ -n "${MPROBE_BEFORE:-}" ] || return 0
+        local b=($(best_of "BIN='$MPROBE_BEFORE'; $1"))
+        echo " ${b[0]} | ${b[1]} | ${b[2]} |"
+    }
+    row() { # JOB M_LINE PEER PEER_LINE FLOOR_ROUND_TRIPS FLOOR_BYTES [BEFORE_CELLS]
         local m=($2) p=($4) floor
         floor=$(calc "($5 + 1) * $r + $6 / $bw")
         local peer_s=${p[0]:-} vs_peer="" peer_cols="| | |"
@@ -96,25 +105,30 @@ for link in $LINKS; do
         else
             peer_s=$floor; vs_peer=$(calc "${m[0]} / $floor" 2)
         fi
-        echo "| $1 | ${m[0]} | ${m[1]} | ${m[2]} | $3 | $peer_s $peer_cols $floor ($6) | $vs_peer | $(calc "(${m[0]} - $S_DEMUX) / $floor" 2) |"
+        echo "| $1 |${7:-} ${m[0]} | ${m[1]} | ${m[2]} | $3 | $peer_s $peer_cols $floor ($6) | $vs_peer | $(calc "(${m[0]} - $S_DEMUX) / $floor" 2) |"
+    }
+    # Each job as a command of $BIN; the floor's bytes come from mprobe's own report.
+    job() { # JOB-COMMAND REPORT FLOOR-KEY...
+        local m b fb
+        m=$(best_of "BIN='$M'; $1")
+        fb=$(python3 -c "import json; d=json.load(open('$2')); print(d$3)")
+        b=$(before "$1")
+        echo "$m|$fb|$b"
     }
     for file in long-faststart.mp4 long-moov-end.mp4; do
         url="$base/$file"
-        m=$(best_of "$M probe '$url' --json --cache-dir '$WORK/cache' > '$WORK/p.json'")
-        fb=$(python3 -c "import json; print(json.load(open('$WORK/p.json'))['fetch']['floor_bytes'])")
+        IFS='|' read -r m fb b <<< "$(job "\$BIN probe '$url' --json --cache-dir '$WORK/cache' > '$WORK/p.json'" "$WORK/p.json" "['fetch']['floor_bytes']")"
         p=$(best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")
-        if [ "$file" = long-faststart.mp4 ]; then row "probe, moov at front" "$m" ffprobe "$p" 1 "$fb"
-        else row "probe, moov at end" "$m" ffprobe "$p" 2 "$fb"; fi
+        if [ "$file" = long-faststart.mp4 ]; then row "probe, moov at front" "$m" ffprobe "$p" 1 "$fb" "$b"
+        else row "probe, moov at end" "$m" ffprobe "$p" 2 "$fb" "$b"; fi
     done
     url="$base/long-moov-end.mp4"
-    m=$(best_of "$M thumbs '$url' --count 10 --out '$WORK/out' --quiet --json --cache-dir '$WORK/cache' > '$WORK/t.json'")
-    fb=$(python3 -c "import json; print(json.load(open('$WORK/t.json'))['fetch']['floor_bytes'])")
+    IFS='|' read -r m fb b <<< "$(job "\$BIN thumbs '$url' --count 10 --out '$WORK/out' --quiet --json --cache-dir '$WORK/cache' > '$WORK/t.json'" "$WORK/t.json" "['fetch']['floor_bytes']")"
     p=$(best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")
-    row "10 thumbnails, moov at end" "$m" "ffmpeg -ss T -frames:v 1 ×10" "$p" 3 "$fb"
+    row "10 thumbnails, moov at end" "$m" "ffmpeg -ss T -frames:v 1 ×10" "$p" 3 "$fb" "$b"
     for start in 0 300; do
-        m=$(best_of "$M prefetch '$url' --start $start --seconds 10 --json --quiet --cache-dir '$WORK/cache' > '$WORK/f.json'")
-        fb=$(python3 -c "import json; print(json.load(open('$WORK/f.json'))['floor_bytes'])")
-        row "prefetch 10 s at $start s, moov at end" "$m" "the floor" "" 3 "$fb"
+        IFS='|' read -r m fb b <<< "$(job "\$BIN prefetch '$url' --start $start --seconds 10 --json --quiet --cache-dir '$WORK/cache' > '$WORK/f.json'" "$WORK/f.json" "['floor_bytes']")"
+        row "prefetch 10 s at $start s, moov at end" "$m" "the floor" "" 3 "$fb" "$b"
     done
     echo
     bench_stop_proxy
