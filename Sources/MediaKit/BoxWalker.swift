@@ -71,7 +71,7 @@ public struct BoxWalker: Sendable {
     /// more than waiting, so the first response is awaited and the next request reuses its connection.
     public func walk(_ source: any MediaSource) throws -> MP4Layout? {
         // The first request also tells the size (from Content-Range): no separate HEAD.
-        if source.openConnectionsAhead(1) > 0 {
+        if source.openConnectionsAhead(1, alsoForTLS: false) > 0 {
             try source.startFetching(0..<firstRequest)
         } else {
             try source.prefetch(0..<firstRequest)

@@ -46,7 +46,7 @@ public final class LocalFileSource: MediaSource {
 
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] { [] }
 
-    public func openConnectionsAhead(_ count: Int) -> Int { 0 }
+    public func openConnectionsAhead(_ count: Int, alsoForTLS: Bool) -> Int { 0 }
 
     public func startFetching(_ range: Range<Int64>) throws {}
 

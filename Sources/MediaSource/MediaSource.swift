@@ -25,9 +25,10 @@ public protocol MediaSource: AnyObject, Sendable {
     func limitReadahead(to end: Int64?)
     /// Opens up to `count` connections to the origin now, ahead of requests that will each need
     /// a new one (a parallel wave, a request sent while another response is still arriving), so
-    /// that they pay no handshake. Returns how many are on their way: 0 where nothing is gained
-    /// (a local file, offline, https, through a proxy).
-    func openConnectionsAhead(_ count: Int) -> Int
+    /// that they pay no TCP handshake. Returns how many are there: 0 for a local file, offline,
+    /// through a proxy, and for https unless `alsoForTLS` (TLS's handshake is still ahead of a
+    /// request on them: see `RangeFetcher.preconnect`).
+    func openConnectionsAhead(_ count: Int, alsoForTLS: Bool) -> Int
     /// What reading has cost so far.
     var counters: SourceCounters { get }
     /// The resource changed after bytes of its earlier version were read through this source:

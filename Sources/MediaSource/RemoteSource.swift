@@ -117,8 +117,8 @@ public final class RemoteSource: MediaSource {
         }
     }
 
-    public func openConnectionsAhead(_ count: Int) -> Int {
-        offline ? 0 : resource.fetcher.preconnect(url: resource.url, count: count)
+    public func openConnectionsAhead(_ count: Int, alsoForTLS: Bool) -> Int {
+        offline ? 0 : resource.fetcher.preconnect(url: resource.url, count: count, alsoForTLS: alsoForTLS)
     }
 
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {

@@ -30,32 +30,36 @@ public final class RangeFetcher: Sendable {
 
     /// Opens up to `count` connections to the origin of `url` now, for requests to come that
     /// would otherwise each open one (a parallel wave, a request sent while another response is
-    /// still arriving): they take these established ones and pay no handshake. Spares opened
-    /// before and not yet taken count. Returns how many are there for those requests. Plain http
-    /// only, straight to the origin: over TLS the handshake that costs round trips would still be
-    /// ahead, and through a proxy the address is the proxy's. When no connection is idle in the
-    /// pool the next request takes a spare too, so one more is opened for it.
-    public func preconnect(url: String, count: Int) -> Int {
-        guard count > 0, url.lowercased().hasPrefix("http://"), connectsDirectly,
-              let (host, port) = RangeFetcher.hostAndPort(url) else { return 0 }
+    /// still arriving): they take these established ones and pay no TCP handshake. Spares opened
+    /// before and not yet taken count. Returns how many are there for those requests: none
+    /// through a proxy (the address would be the proxy's), and none for https unless
+    /// `alsoForTLS`, because there TLS's handshake is still ahead of the first request on a
+    /// spare: right for a wave whose new connections would pay both, not for a request that
+    /// could instead wait for a kept-alive connection. When no connection is idle in the pool the
+    /// next request takes a spare too, so one more is opened for it.
+    public func preconnect(url: String, count: Int, alsoForTLS: Bool = false) -> Int {
+        let scheme = url.prefix(while: { $0 != ":" }).lowercased()
+        guard count > 0, scheme == "http" || (alsoForTLS && scheme == "https"), connectsDirectly,
+              let (host, port) = RangeFetcher.hostAndPort(url, defaultPort: scheme == "https" ? 443 : 80) else { return 0 }
         let wanted = count + (pool.withLock { $0.isEmpty } ? 1 : 0)
         let missing = wanted - spares.count
         if missing > 0 { _ = spares.open(host: host, port: port, count: missing, allowed: options.connectionPolicy) }
         return max(0, min(count, spares.count - (wanted - count)))
     }
 
-    /// No proxy between us and the origin: none given, none in libcurl's variables for http
-    /// (`http_proxy`, `all_proxy`), or a connection policy (which turns proxies off).
+    /// No proxy between us and the origin: none given, none in libcurl's variables
+    /// (`http_proxy`, `https_proxy`, `all_proxy`), or a connection policy (which turns proxies off).
     private var connectsDirectly: Bool {
         if options.connectionPolicy != nil { return true }
         let environment = ProcessInfo.processInfo.environment
-        return options.proxy == nil && ["http_proxy", "all_proxy", "ALL_PROXY"].allSatisfy { environment[$0, default: ""].isEmpty }
+        let variables = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+        return options.proxy == nil && variables.allSatisfy { environment[$0, default: ""].isEmpty }
     }
 
-    /// The host (brackets of an IPv6 literal removed) and port of an http URL.
-    static func hostAndPort(_ url: String) -> (String, Int)? {
+    /// The host (brackets of an IPv6 literal removed) and port of a URL.
+    static func hostAndPort(_ url: String, defaultPort: Int) -> (String, Int)? {
         guard let authority = URLText.host(of: url) else { return nil }
-        var host = Substring(authority), port = 80
+        var host = Substring(authority), port = defaultPort
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
             let rest = host[host.index(after: close)...]
             host = host[host.index(after: host.startIndex)..<close]
