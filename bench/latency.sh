@@ -12,7 +12,8 @@
 # as the wave). "− start-up" takes the time a demuxing mprobe needs before its first request
 # (a local probe of a small sample) off mprobe's time before it is compared with the floor.
 #
-# Usage: bench/latency.sh [ROUNDS=3] [LINKS="60/50 20/200 150/10"]   (RTT ms / Mbit/s)
+# Usage: bench/latency.sh [ROUNDS=3] [LINKS="60/50 20/200 150/10"] [JOBS="probe thumbs prefetch"]
+#        (links as RTT ms / Mbit/s)
 #        MPROBE_BIN=path uses that binary instead of building one; MPROBE_BEFORE=path also times
 #        that one (an earlier build) in the same run, in a "before" column.
 set -euo pipefail
@@ -21,6 +22,7 @@ source bench/lib.sh
 if [ -n "${MPROBE_BIN:-}" ]; then M=$MPROBE_BIN; else bench_prepare; fi
 ROUNDS=${1:-3}
 LINKS=${2:-"60/50 20/200 150/10"}
+JOBS=${3:-"probe thumbs prefetch"}
 QUEUE=$((4 << 20))
 bench_start_origin
 DURATION=600
@@ -61,7 +63,10 @@ once() { # SHELL-COMMAND
     t=$(bench_time sh -c "$1")
     sleep 0.3 # nginx logs a request when its connection finishes sending
     echo "$t $(bench_log_requests) $(bench_log_bytes)"
-    sleep "$DRAIN" # what a peer abandoned is still on the link: let it drain before the next run
+    # What a peer abandoned is still on the link (up to the queue on each of its connections):
+    # the next run starts once the proxy says the link is idle.
+    until [ "$(cat "$WORK/link-busy" 2>/dev/null)" = "0.000" ]; do sleep 0.05; done
+    sleep "$SETTLE"
 }
 
 # Best of ROUNDS; prints "seconds requests bytes_sent" of the best run.
@@ -78,10 +83,10 @@ best_of() { # SHELL-COMMAND
 
 for link in $LINKS; do
     rtt=${link%/*} mbit=${link#*/}
-    bench_start_proxy "$rtt" "$mbit" --shared --queue "$QUEUE"
+    bench_start_proxy "$rtt" "$mbit" --shared --queue "$QUEUE" --status "$WORK/link-busy"
     r=$(calc "$rtt / 1000" 4)
     bw=$(calc "$mbit * 1e6 / 8" 0)
-    DRAIN=$(calc "$QUEUE / $bw + 2 * $r + 0.2" 2)
+    SETTLE=$(calc "2 * $r + 0.2" 2)
     base="http://127.0.0.1:$PROXY_PORT"
     echo "## ${rtt} ms RTT, ${mbit} Mbit/s (shared link, ${QUEUE} bytes may be in flight per connection)"
     echo
@@ -116,6 +121,7 @@ for link in $LINKS; do
         echo "$m|$fb|$b"
     }
     for file in long-faststart.mp4 long-moov-end.mp4; do
+        [[ " $JOBS " == *" probe "* ]] || break
         url="$base/$file"
         IFS='|' read -r m fb b <<< "$(job "\$BIN probe '$url' --json --cache-dir '$WORK/cache' > '$WORK/p.json'" "$WORK/p.json" "['fetch']['floor_bytes']")"
         p=$(best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")
@@ -123,10 +129,13 @@ for link in $LINKS; do
         else row "probe, moov at end" "$m" ffprobe "$p" 2 "$fb" "$b"; fi
     done
     url="$base/long-moov-end.mp4"
-    IFS='|' read -r m fb b <<< "$(job "\$BIN thumbs '$url' --count 10 --out '$WORK/out' --quiet --json --cache-dir '$WORK/cache' > '$WORK/t.json'" "$WORK/t.json" "['fetch']['floor_bytes']")"
-    p=$(best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")
-    row "10 thumbnails, moov at end" "$m" "ffmpeg -ss T -frames:v 1 ×10" "$p" 3 "$fb" "$b"
+    if [[ " $JOBS " == *" thumbs "* ]]; then
+        IFS='|' read -r m fb b <<< "$(job "\$BIN thumbs '$url' --count 10 --out '$WORK/out' --quiet --json --cache-dir '$WORK/cache' > '$WORK/t.json'" "$WORK/t.json" "['fetch']['floor_bytes']")"
+        p=$(best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")
+        row "10 thumbnails, moov at end" "$m" "ffmpeg -ss T -frames:v 1 ×10" "$p" 3 "$fb" "$b"
+    fi
     for start in 0 300; do
+        [[ " $JOBS " == *" prefetch "* ]] || break
         IFS='|' read -r m fb b <<< "$(job "\$BIN prefetch '$url' --start $start --seconds 10 --json --quiet --cache-dir '$WORK/cache' > '$WORK/f.json'" "$WORK/f.json" "['floor_bytes']")"
         row "prefetch 10 s at $start s, moov at end" "$m" "the floor" "" 3 "$fb" "$b"
     done

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A TCP proxy that adds latency and a bandwidth limit, to show round trips that loopback hides.
 
-    latency_proxy.py LISTEN_PORT TARGET_PORT [RTT_MS=60] [MBIT=50] [--shared [--queue BYTES]]
+    latency_proxy.py LISTEN_PORT TARGET_PORT [RTT_MS=60] [MBIT=50] [--shared [--queue BYTES] [--status FILE]]
 
 Without --shared, each direction of each connection is a link of its own with half the round-trip
 time as delay and the given bandwidth; at most one bandwidth-delay product (plus 64 KiB) is in
@@ -22,6 +22,7 @@ Loopback only.
 """
 import argparse
 import asyncio
+import os
 import time
 
 parser = argparse.ArgumentParser()
@@ -31,6 +32,7 @@ parser.add_argument("rtt", type=float, nargs="?", default=60.0, help="round-trip
 parser.add_argument("mbit", type=float, nargs="?", default=50.0, help="bandwidth, Mbit/s")
 parser.add_argument("--shared", action="store_true", help="one bottleneck link for all connections")
 parser.add_argument("--queue", type=int, default=4 << 20, help="bytes in flight per connection (--shared)")
+parser.add_argument("--status", help="file kept holding the seconds until the links are idle (--shared)")
 args = parser.parse_args()
 RTT = args.rtt / 1000.0
 RATE = args.mbit * 1e6 / 8  # bytes per second
@@ -122,7 +124,20 @@ async def handle(client_reader, client_writer):
                              pipe(server_reader, client_writer, Link(), WINDOW), return_exceptions=True)
 
 
+async def report_busy(path):
+    """Keeps `path` holding how long the shared links stay busy: what clients abandoned is still
+    on them, and a benchmark waits for 0 before its next run."""
+    while True:
+        busy = max(0.0, max(UP.free_at, DOWN.free_at) - time.monotonic())
+        with open(path + ".tmp", "w") as f:
+            f.write(f"{busy:.3f}\n")
+        os.replace(path + ".tmp", path)
+        await asyncio.sleep(0.05)
+
+
 async def main():
+    if args.status:
+        asyncio.create_task(report_busy(args.status))
     server = await asyncio.start_server(handle, "127.0.0.1", args.listen)
     async with server:
         await server.serve_forever()
