@@ -30,8 +30,8 @@ public final class RangeFetcher: Sendable {
 
     /// Opens up to `count` connections to the origin of `url` now, for requests to come that
     /// would otherwise each open one (a parallel wave, a request sent while another response is
-    /// still arriving): they take these established ones and pay no TCP handshake. Spares opened
-    /// before and not yet taken count. Returns how many are there for those requests: none
+    /// still arriving): they take these established ones and pay no TCP handshake. Spares to the
+    /// same origin opened before, not yet taken and still open, count. Returns how many are there for those requests: none
     /// through a proxy (the address would be the proxy's), and none for https unless
     /// `alsoForTLS`, because there TLS's handshake is still ahead of the first request on a
     /// spare: right for a wave whose new connections would pay both, not for a request that
@@ -42,9 +42,9 @@ public final class RangeFetcher: Sendable {
         guard count > 0, scheme == "http" || (alsoForTLS && scheme == "https"), connectsDirectly,
               let (host, port) = RangeFetcher.hostAndPort(url, defaultPort: scheme == "https" ? 443 : 80) else { return 0 }
         let wanted = count + (pool.withLock { $0.isEmpty } ? 1 : 0)
-        let missing = wanted - spares.count
-        if missing > 0 { _ = spares.open(host: host, port: port, count: missing, allowed: options.connectionPolicy) }
-        return max(0, min(count, spares.count - (wanted - count)))
+        let missing = wanted - spares.usable(host: host, port: port)
+        if missing > 0 { spares.open(host: host, port: port, count: missing, allowed: options.connectionPolicy) }
+        return max(0, min(count, spares.usable(host: host, port: port) - (wanted - count)))
     }
 
     /// No proxy between us and the origin: none given, none in libcurl's variables

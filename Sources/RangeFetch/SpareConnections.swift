@@ -13,12 +13,35 @@ final class SpareConnections: Sendable {
         let fd: Int32
         /// The `sockaddr` connected to, byte for byte, as libcurl will name it.
         let address: [UInt8]
+        /// `host:port` as the URL named it.
+        let origin: String
+        /// When it was opened (uptime, seconds).
+        let opened: Double
     }
     private let spares = Mutex<[Spare]>([])
-    /// More would only hold sockets at the origin that nobody is about to use.
+    /// More would only hold sockets at origins that nobody is about to use.
     static let limit = 16
+    /// Spares are for requests about to be sent; an older one may have been dropped by the server
+    /// or a middlebox without a word, and a request on it would fail and be retried.
+    static let maxAge = 10.0
 
+    private static var now: Double { ProcessInfo.processInfo.systemUptime }
+
+    /// All spares held, for any origin.
     var count: Int { spares.withLock { $0.count } }
+
+    /// Spares to `host`:`port` that can still be used, after closing those too old or closed by
+    /// the server (a connection nothing was asked on has nothing to read unless it was closed).
+    func usable(host: String, port: Int) -> Int {
+        let origin = "\(host):\(port)"
+        let dropped: [Int32] = spares.withLock { list in
+            let stale = list.filter { SpareConnections.now - $0.opened > SpareConnections.maxAge || SpareConnections.wasClosed($0.fd) }
+            list.removeAll { spare in stale.contains { $0.fd == spare.fd } }
+            return stale.map(\.fd)
+        }
+        for fd in dropped { close(fd) }
+        return spares.withLock { $0.filter { $0.origin == origin }.count }
+    }
 
     deinit {
         for spare in spares.withLock({ $0 }) { close(spare.fd) }
@@ -51,7 +74,7 @@ final class SpareConnections: Sendable {
                 close(fd)
                 break
             }
-            spares.withLock { $0.append(Spare(fd: fd, address: bytes)) }
+            spares.withLock { $0.append(Spare(fd: fd, address: bytes, origin: "\(host):\(port)", opened: SpareConnections.now)) }
         }
     }
 
@@ -60,12 +83,13 @@ final class SpareConnections: Sendable {
     /// closed meanwhile, are dropped on the way.
     func take(to address: UnsafePointer<sockaddr>, length: socklen_t, waiting: Double) -> Int32? {
         let wanted = Array(UnsafeRawBufferPointer(start: address, count: Int(length)))
-        while let fd = spares.withLock({ list -> Int32? in
+        while let spare = spares.withLock({ list -> Spare? in
             guard let i = list.firstIndex(where: { $0.address == wanted }) else { return nil }
-            return list.remove(at: i).fd
+            return list.remove(at: i)
         }) {
-            if SpareConnections.isEstablished(fd, waiting: waiting) { return fd }
-            close(fd)
+            if SpareConnections.now - spare.opened <= SpareConnections.maxAge,
+               SpareConnections.isEstablished(spare.fd, waiting: waiting) { return spare.fd }
+            close(spare.fd)
         }
         return nil
     }
@@ -76,8 +100,12 @@ final class SpareConnections: Sendable {
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else { return false }
-        // Nothing was asked on it yet, so anything to read is the server closing it.
+        return !wasClosed(fd)
+    }
+
+    /// Nothing was asked on a spare yet, so anything to read (or an error) is the server closing it.
+    private static func wasClosed(_ fd: Int32) -> Bool {
         var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&readable, 1, 0) == 0
+        return poll(&readable, 1, 0) != 0
     }
 }

@@ -95,6 +95,26 @@ final class SpareConnectionTests: XCTestCase {
         XCTAssertTrue(log.allSatisfy { $0.connection <= 3 }, "requests went out on the three spares: \(log.map(\.connection))")
     }
 
+    func testSparesCountOnlyForTheirOwnOrigin() throws {
+        let first = try FaultServer(), second = try FaultServer()
+        defer { first.stop(); second.stop() }
+        let fetcher = RangeFetcher(options: quickOptions())
+        XCTAssertEqual(fetcher.preconnect(url: first.url("/a"), count: 1), 1)
+        waitForConnections(first, 2)
+        // The spares to the first server are no use for a request to the second: it gets its own.
+        XCTAssertEqual(fetcher.preconnect(url: second.url("/b"), count: 1), 1)
+        waitForConnections(second, 2)
+        XCTAssertEqual(second.connectionCount, 2)
+        // One the server closed does not count: a new one is opened in its place.
+        let port = first.port
+        first.stop()
+        let again = try FaultServer(port: port)
+        defer { again.stop() }
+        XCTAssertEqual(fetcher.preconnect(url: again.url("/a"), count: 1), 1)
+        waitForConnections(again, 2)
+        XCTAssertEqual(again.connectionCount, 2)
+    }
+
     func testNothingIsOpenedWhereItWouldNotHelp() throws {
         let server = try FaultServer()
         defer { server.stop() }
