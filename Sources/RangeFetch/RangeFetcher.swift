@@ -31,12 +31,13 @@ public final class RangeFetcher: Sendable {
     /// Opens up to `count` connections to the origin of `url` now, for requests to come that
     /// would otherwise each open one (a parallel wave, a request sent while another response is
     /// still arriving): they take these established ones and pay no TCP handshake. Spares to the
-    /// same origin opened before, not yet taken and still open, count. Returns how many are there for those requests: none
-    /// through a proxy (the address would be the proxy's), and none for https unless
-    /// `alsoForTLS`, because there TLS's handshake is still ahead of the first request on a
-    /// spare: right for a wave whose new connections would pay both, not for a request that
-    /// could instead wait for a kept-alive connection. When no connection is idle in the pool the
-    /// next request takes a spare too, so one more is opened for it.
+    /// same origin opened before, not yet taken and still open, count.
+    ///
+    /// Returns how many are there for those requests: none through a proxy (the address would be
+    /// the proxy's), and none for https unless `alsoForTLS`, because there TLS's handshake is
+    /// still ahead of the first request on a spare: right for a wave whose new connections would
+    /// pay both, not for a request that could instead wait for a kept-alive connection. When no
+    /// connection is idle in the pool the next request takes a spare too, so one more is opened.
     public func preconnect(url: String, count: Int, alsoForTLS: Bool = false) -> Int {
         let scheme = url.prefix(while: { $0 != ":" }).lowercased()
         guard count > 0, scheme == "http" || (alsoForTLS && scheme == "https"), connectsDirectly,

@@ -70,7 +70,11 @@ final class SpareConnections: Sendable {
             let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
             let fd = socket(info.ai_family, info.ai_socktype | flags, info.ai_protocol)
             guard fd >= 0 else { break }
-            guard connect(fd, address, info.ai_addrlen) == 0 || errno == EINPROGRESS else {
+            // Only a connect still in progress is kept. libcurl 7.88 (Debian 12's) calls connect()
+            // again on a socket its sockopt callback says is connected (fixed in 8.0, curl PR
+            // 10648); Linux answers 0 to that once when the first connect() had returned
+            // EINPROGRESS, but EISCONN when it had succeeded at once, which would fail the request.
+            guard connect(fd, address, info.ai_addrlen) != 0, errno == EINPROGRESS else {
                 close(fd)
                 break
             }
