@@ -10,19 +10,31 @@ bench_prepare() {
 }
 
 # Makes the 10-minute samples if needed (LARGE), a work folder (WORK), and starts nginx over
-# LARGE and the latency proxy (60 ms, 50 Mbit/s) in front of it (PROXY_PORT); all go on exit.
-bench_start_large() {
+# LARGE; both go on exit, with the proxy PROXY_PID if one was started.
+bench_start_origin() {
     LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
     Samples/make-large.sh "$LARGE" >&2
     WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
     PROXY_PID=""
     trap 'bench_stop_nginx; [ -n "$PROXY_PID" ] && kill $PROXY_PID; rm -rf "$WORK"' EXIT
     bench_start_nginx "$LARGE" "$WORK/nginx"
+}
+
+# bench_start_origin, and the latency proxy (60 ms, 50 Mbit/s, a link per connection) in front of
+# nginx (PROXY_PORT).
+bench_start_large() {
+    bench_start_origin
+    bench_start_proxy 60 50
+}
+
+bench_start_proxy() { # RTT_MS MBIT [PROXY OPTIONS...] -> sets PROXY_PORT, PROXY_PID
     PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" 60 50 &
+    python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" "$@" &
     PROXY_PID=$!
     sleep 0.5
 }
+
+bench_stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""; }
 
 bench_start_nginx() { # ROOT WORKDIR -> sets NGINX_PORT, NGINX_LOG
     local root="$1" work="$2"

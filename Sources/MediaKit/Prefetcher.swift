@@ -18,15 +18,26 @@ public struct Prefetcher: Sendable {
         let queue = WorkQueue(ranges)
         let failure = FirstFailure()
         let workers = max(1, min(connections, ranges.count))
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while !failure.isSet, !cancellation.isCancelled, let range = queue.next() {
-                do {
-                    try source.prefetch(range)
-                } catch {
-                    failure.set(error)
+        // Threads of their own, not `concurrentPerform`: that runs at most one worker per CPU, so
+        // on a 2-core machine a wave of 4 connections was 2, each paying its round trips in turn.
+        // The workers only wait on the network.
+        let done = DispatchGroup()
+        for _ in 0..<workers {
+            done.enter()
+            let worker = Thread {
+                while !failure.isSet, !cancellation.isCancelled, let range = queue.next() {
+                    do {
+                        try source.prefetch(range)
+                    } catch {
+                        failure.set(error)
+                    }
                 }
+                done.leave()
             }
+            worker.name = "mprobe.prefetch"
+            worker.start()
         }
+        done.wait()
         if let error = failure.error { throw error }
         if cancellation.isCancelled { throw MediaError.interrupted }
     }

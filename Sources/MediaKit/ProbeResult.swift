@@ -19,6 +19,8 @@ public struct ProbeResult: Sendable {
     public var warnings: [String]
     /// What answering cost.
     public var fetch: SourceCounters
+    /// The bytes libavformat read to answer: the least any reader of this input has to move.
+    public var floorBytes: Int64 = 0
     public var seconds: Double
 }
 

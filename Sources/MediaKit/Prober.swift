@@ -26,6 +26,7 @@ public struct Prober: Sendable {
         result.layout = opened.layout
         result.warnings = opened.warnings
         result.fetch = opened.cost
+        result.floorBytes = opened.context.bytesRead.byteCount
         result.seconds = Date().timeIntervalSince(started)
         return result
     }

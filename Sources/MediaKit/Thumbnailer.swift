@@ -35,7 +35,10 @@ public struct ThumbnailSet: Sendable {
 /// one parallel wave, then decode from the cache — never fetch-decode-fetch.
 public struct Thumbnailer: Sendable {
     public var options = ThumbnailOptions()
-    public var connections = 4
+    /// The wave's parallel requests: one per key frame range up to this. Each range is a round trip
+    /// a connection pays in turn, so on a slow link fewer connections cost whole round trips (10
+    /// thumbnails over 4 connections: 3 in a row); the bytes are the same either way.
+    public var connections = 16
 
     public init() {}
 
@@ -47,7 +50,9 @@ public struct Thumbnailer: Sendable {
 
     private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters.
-        let opened = try OpenedInput(input, session: session, findStreamInfo: false)
+        // The wave's connections, but one (the header's, kept alive), handshake while the header arrives.
+        let opened = try OpenedInput(input, session: session, findStreamInfo: false,
+                                     connectionsAhead: min(connections, options.expectedCount) - 1)
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")

@@ -20,7 +20,8 @@ public enum ProbeReport {
             ("tracks", .array(r.tracks.map(track))),
             ("tags", tags(r.tags)),
             ("fetch", .object([("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched)),
-                               ("bytes_from_cache", .int(r.fetch.bytesFromCache)), ("seconds", .double(round6(r.seconds)))])),
+                               ("bytes_from_cache", .int(r.fetch.bytesFromCache)), ("floor_bytes", .int(r.floorBytes)),
+                               ("seconds", .double(round6(r.seconds)))])),
         ])
     }
 

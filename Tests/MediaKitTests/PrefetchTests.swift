@@ -120,4 +120,25 @@ final class PrefetchTests: XCTestCase {
         XCTAssertTrue(plan.estimated)
         XCTAssertTrue(plan.note?.contains("estimated from the bit rate") == true, plan.note ?? "")
     }
+
+    /// Every worker of a wave has its request out at once, whatever the number of CPUs: the server
+    /// holds each answer for a while, so requests that were not sent side by side would reuse a
+    /// connection (this machine has 2 cores; the wave asks for 6).
+    func testAWaveSendsAllItsRequestsAtOnce() throws {
+        let server = try FaultServer()
+        defer { server.stop() }
+        let body = (0..<600_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        server.route("/slow.bin", .delay(seconds: 0.5, then: .serve(body: body)))
+        let session = try MediaFixtures.session(cacheDir: cache.path)
+        let source = try session.open(server.url("/slow.bin"))
+        var prefetcher = Prefetcher()
+        prefetcher.connections = 6
+        let ranges = (0..<6).map { Int64($0) * 100_000..<Int64($0) * 100_000 + 50_000 }
+        try prefetcher.fetch(ranges, source: source, cancellation: session.cancellation)
+        let requests = server.requests
+        XCTAssertEqual(requests.count, 6)
+        XCTAssertEqual(Set(requests.map(\.connection)).count, 6, "one connection per range: \(requests.map(\.connection))")
+        XCTAssertTrue(ranges.allSatisfy { source.isLocal($0) })
+    }
+
 }

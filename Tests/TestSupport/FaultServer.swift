@@ -19,9 +19,10 @@ public final class FaultServer: Sendable {
         baseURL + (path.hasPrefix("/") ? path : "/" + path)
     }
 
-    /// Binds a free port on 127.0.0.1 and starts accepting connections.
-    public init() throws {
-        let (fd, port) = try LoopbackSocket.listen()
+    /// Binds `port` on 127.0.0.1 (0: a free one) and starts accepting connections. A given port
+    /// stands for a server that restarted where clients still hold connections to the old one.
+    public init(port: Int = 0) throws {
+        let (fd, port) = try LoopbackSocket.listen(port: port)
         self.port = port
         self.core = FaultServerCore(listenFD: fd)
         core.startAccepting()
