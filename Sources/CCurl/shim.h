@@ -20,9 +20,6 @@ static inline CURLcode mp_curl_set_xferinfo_cb(CURL *h, int (*cb)(void *, curl_o
 static inline CURLcode mp_curl_set_opensocket_cb(CURL *h, curl_socket_t (*cb)(void *, curlsocktype, struct curl_sockaddr *)) {
     return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb);
 }
-static inline CURLcode mp_curl_set_sockopt_cb(CURL *h, int (*cb)(void *, curl_socket_t, curlsocktype)) {
-    return curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, cb);
-}
 static inline curl_socket_t mp_curl_socket_bad(void) { return CURL_SOCKET_BAD; }
 static inline CURLcode mp_curl_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode mp_curl_get_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

@@ -63,25 +63,15 @@ public struct BoxWalker: Sendable {
     public init() {}
 
     /// Returns nil when the source does not start like an ISO-BMFF file.
-    ///
-    /// With a connection opened ahead, the box headers are read as the first response arrives, and
-    /// the request for the moov (the rest of it, or the tail after the media data) goes out on that
-    /// connection at once instead of after the first response: the round trip it costs overlaps
-    /// the rest of the first response. Without one (https, a proxy) a new connection would cost
-    /// more than waiting, so the first response is awaited and the next request reuses its connection.
     public func walk(_ source: any MediaSource) throws -> MP4Layout? {
         // The first request also tells the size (from Content-Range): no separate HEAD.
-        if source.openConnectionsAhead(1, alsoForTLS: false) > 0 {
-            try source.startFetching(0..<firstRequest)
-        } else {
-            try source.prefetch(0..<firstRequest)
-        }
+        try source.prefetch(0..<firstRequest)
         guard let size = try source.size(), size >= 8 else { return nil }
         var layout = MP4Layout()
         var offset: Int64 = 0
         while offset + 8 <= size, layout.boxes.count < BoxWalker.maxBoxes {
-            // After the moov, keep walking only through bytes held or coming: no extra requests.
-            if layout.moov != nil && !BoxWalker.isAsked(offset..<min(size, offset + 16), of: source) { break }
+            // After the moov, keep walking only through bytes we already hold: no extra requests.
+            if layout.moov != nil && !source.isLocal(offset..<min(size, offset + 16)) { break }
             let stated: StatedBox
             do {
                 guard let header = try StatedBox.read(from: source, at: offset) else { break }
@@ -103,10 +93,10 @@ public struct BoxWalker: Sendable {
             }
             layout.boxes.append(box)
             offset = box.end
-            if layout.moov == nil, offset < size, !BoxWalker.isAsked(offset..<min(size, offset + 16), of: source) {
+            if layout.moov == nil, offset < size, !source.isLocal(offset..<min(size, offset + 16)) {
                 // Jumping over media data to an unknown box: take the rest in one go when small.
                 let rest = size - offset
-                try BoxWalker.fetch(offset..<(rest <= tailLimit ? size : offset + firstRequest), from: source)
+                try source.prefetch(offset..<(rest <= tailLimit ? size : offset + firstRequest))
             }
         }
         return layout
@@ -147,22 +137,10 @@ public struct BoxWalker: Sendable {
         }
         try checkLimit(size, of: stated, input: source.input)
         let box = BoxHeader(type: "moov", offset: stated.offset, size: size, headerSize: stated.headerSize)
-        if !BoxWalker.isAsked(box.offset..<min(fileSize, box.end + 16), of: source) {
-            try BoxWalker.fetch(box.offset..<min(fileSize, box.end + afterMoov), from: source)
+        if !source.isLocal(box.offset..<min(fileSize, box.end + 16)) {
+            try source.prefetch(box.offset..<min(fileSize, box.end + afterMoov))
         }
         return box
-    }
-
-    /// Every byte of `range` is held, or on its way in a running request (the first, while it arrives).
-    private static func isAsked(_ range: Range<Int64>, of source: any MediaSource) -> Bool {
-        source.unrequestedRanges(in: range).isEmpty
-    }
-
-    /// Requests what of `range` is not held or coming, beside any request still running, and
-    /// waits for all of `range`.
-    private static func fetch(_ range: Range<Int64>, from source: any MediaSource) throws {
-        try source.startFetching(range)
-        try source.prefetch(range)
     }
 
     /// Where the plausible children of a size-0 moov stop, fetching each child's body and the
@@ -171,14 +149,14 @@ public struct BoxWalker: Sendable {
         var offset = moov.offset + Int64(moov.headerSize)
         var count = 0
         while offset + 8 <= fileSize, count < 10_000 {
-            if !BoxWalker.isAsked(offset..<min(fileSize, offset + 16), of: source) {
-                try BoxWalker.fetch(offset..<min(fileSize, offset + afterMoov), from: source)
+            if !source.isLocal(offset..<min(fileSize, offset + 16)) {
+                try source.prefetch(offset..<min(fileSize, offset + afterMoov))
             }
             guard let child = try StatedBox.readIfWellFormed(from: source, at: offset), BoxWalker.moovChildTypes.contains(child.type),
                   let size = child.size, size <= fileSize - offset else { break }
             try checkLimit(offset + size - moov.offset, of: moov, input: source.input)
-            if !BoxWalker.isAsked(offset..<min(fileSize, offset + size + 16), of: source) {
-                try BoxWalker.fetch(offset..<min(fileSize, offset + size + afterMoov), from: source)
+            if !source.isLocal(offset..<min(fileSize, offset + size + 16)) {
+                try source.prefetch(offset..<min(fileSize, offset + size + afterMoov))
             }
             offset += size
             count += 1

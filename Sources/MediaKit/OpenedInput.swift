@@ -10,14 +10,9 @@ struct OpenedInput {
     /// The source's counters before this job touched it, to report what the job cost.
     let before: SourceCounters
 
-    /// `connectionsAhead`: connections the job will want for a parallel wave after the header,
-    /// opened now so that they are established while the header arrives (over https too: each
-    /// still has TLS ahead, but a new connection would pay TCP's handshake and then TLS's).
-    init(_ input: String, session: MediaSession, findStreamInfo: Bool, walker: BoxWalker = BoxWalker(),
-         connectionsAhead: Int = 0) throws {
+    init(_ input: String, session: MediaSession, findStreamInfo: Bool, walker: BoxWalker = BoxWalker()) throws {
         source = try session.open(input)
         before = source.counters
-        if connectionsAhead > 0 { _ = source.openConnectionsAhead(connectionsAhead, alsoForTLS: true) }
         layout = try walker.walk(source) // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
         if try source.size() == 0 { throw MediaError.empty(input: source.input) }

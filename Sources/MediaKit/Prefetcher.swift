@@ -25,21 +25,38 @@ public struct Prefetcher: Sendable {
         for _ in 0..<workers {
             done.enter()
             let worker = Thread {
+                defer { done.leave() }
                 while !failure.isSet, !cancellation.isCancelled, let range = queue.next() {
                     do {
                         try source.prefetch(range)
+                    } catch where Prefetcher.isRefusedConnection(error) {
+                        // An origin that allows a client fewer connections refuses or resets the
+                        // extra ones: this worker stops and gives its range back.
+                        queue.giveBack(range)
+                        return
                     } catch {
                         failure.set(error)
                     }
                 }
-                done.leave()
             }
             worker.name = "mprobe.prefetch"
             worker.start()
         }
         done.wait()
         if let error = failure.error { throw error }
+        // What workers gave back, on the connection that is left (or one new one): if even that
+        // is refused, the origin is down and its error is the answer.
+        while !cancellation.isCancelled, let range = queue.next() { try source.prefetch(range) }
         if cancellation.isCancelled { throw MediaError.interrupted }
+    }
+
+    /// A connection refused, reset or cut during its handshake, as opposed to an answer about
+    /// the range itself or a silent origin (a timeout, which is not worth waiting for twice).
+    static func isRefusedConnection(_ error: Error) -> Bool {
+        switch error as? FetchError {
+        case .connectionRefused?, .connectionLost?, .tls?: return true
+        default: return false
+        }
     }
 }
 
@@ -49,6 +66,8 @@ private final class WorkQueue: @unchecked Sendable {
     private let lock = NSLock()
     init(_ items: [Range<Int64>]) { self.items = items.reversed() }
     func next() -> Range<Int64>? { lock.withLock { items.popLast() } }
+    /// Puts a range back to be handed out next.
+    func giveBack(_ range: Range<Int64>) { lock.withLock { items.append(range) } }
 }
 
 /// The first error any worker met.
@@ -59,3 +78,4 @@ private final class FirstFailure: @unchecked Sendable {
     var isSet: Bool { error != nil }
     func set(_ error: Error) { lock.withLock { if stored == nil { stored = error } } }
 }
+

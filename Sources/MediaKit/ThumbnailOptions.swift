@@ -27,21 +27,9 @@ public struct ThumbnailOptions: Sendable {
 
     public init() {}
 
-    /// How many thumbnails are asked for, before the duration is known (`every` S: as many as allowed).
-    var expectedCount: Int {
-        switch times {
-        case .every: return countLimit
-        case .count(let n): return min(max(n, 0), countLimit)
-        case .at(let list): return min(list.count, countLimit)
-        }
-    }
-
-    /// At most this many thumbnails are made.
-    private var countLimit: Int { max(1, min(limit, ThumbnailOptions.maxCount)) }
-
     /// The requested times for a video of `duration` seconds.
     func requestedTimes(duration: Double) -> [Double] {
-        let limit = countLimit
+        let limit = max(1, min(self.limit, ThumbnailOptions.maxCount))
         switch times {
         case .every(let step):
             guard step > 0 else { return [0] }

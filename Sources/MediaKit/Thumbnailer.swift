@@ -50,9 +50,7 @@ public struct Thumbnailer: Sendable {
 
     private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters.
-        // The wave's connections, but one (the header's, kept alive), handshake while the header arrives.
-        let opened = try OpenedInput(input, session: session, findStreamInfo: false,
-                                     connectionsAhead: min(connections, options.expectedCount) - 1)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: false)
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")

@@ -49,12 +49,6 @@ public final class LocalFileSource: MediaSource {
         range.upperBound > fileSize ? [max(range.lowerBound, fileSize)..<range.upperBound] : []
     }
 
-    public func openConnectionsAhead(_ count: Int, alsoForTLS: Bool) -> Int { 0 }
-
-    public func startFetching(_ range: Range<Int64>) throws {}
-
-    public func unrequestedRanges(in range: Range<Int64>) -> [Range<Int64>] { [] }
-
     /// A local file is already local.
     public func prefetch(_ range: Range<Int64>) throws {}
 

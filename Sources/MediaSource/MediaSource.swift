@@ -11,24 +11,11 @@ public protocol MediaSource: AnyObject, Sendable {
     /// Makes sure every byte of `range` (clipped to the size) is stored locally, requesting each
     /// missing gap with one closed range request. Offline, a gap is an `offlineMiss`.
     func prefetch(_ range: Range<Int64>) throws
-    /// Starts requests for what of `range` is neither stored nor on its way, and returns without
-    /// waiting: a read of those bytes waits for them as they arrive. Each gap is one closed
-    /// request, sent beside those already running (on a connection opened ahead, if any).
-    /// Offline it does nothing (reading the bytes reports the miss).
-    func startFetching(_ range: Range<Int64>) throws
     /// The parts of `range` that cannot be read without the network (empty for local files).
     func missingRanges(in range: Range<Int64>) -> [Range<Int64>]
-    /// The parts of `range` neither stored nor on their way in a running request.
-    func unrequestedRanges(in range: Range<Int64>) -> [Range<Int64>]
     /// Tells the source that bytes at or past `end` will not be read (nil: unknown), so that
     /// readahead does not fetch beyond what the job needs.
     func limitReadahead(to end: Int64?)
-    /// Opens up to `count` connections to the origin now, ahead of requests that will each need
-    /// a new one (a parallel wave, a request sent while another response is still arriving), so
-    /// that they pay no TCP handshake. Returns how many are there: 0 for a local file, offline,
-    /// through a proxy, and for https unless `alsoForTLS` (TLS's handshake is still ahead of a
-    /// request on them: see `RangeFetcher.preconnect`).
-    func openConnectionsAhead(_ count: Int, alsoForTLS: Bool) -> Int
     /// What reading has cost so far.
     var counters: SourceCounters { get }
     /// The resource changed after bytes of its earlier version were read through this source:

@@ -49,15 +49,6 @@ final class RemoteResource: @unchecked Sendable {
 
     // MARK: Fetching
 
-    /// The parts of `range` neither stored nor covered by a running fetch.
-    func unrequested(in range: Range<Int64>) -> [Range<Int64>] {
-        condition.withLock {
-            var covered = storeValue.available
-            for fetch in running { covered.insert(fetch.range) }
-            return covered.gaps(in: range)
-        }
-    }
-
     /// The running fetch that covers `offset`, joined by `token`, if there is one.
     func runningFetch(covering offset: Int64, token: ReaderToken) -> RunningFetch? {
         condition.withLock {

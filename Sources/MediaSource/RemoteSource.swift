@@ -117,30 +117,8 @@ public final class RemoteSource: MediaSource {
         }
     }
 
-    public func openConnectionsAhead(_ count: Int, alsoForTLS: Bool) -> Int {
-        offline ? 0 : resource.fetcher.preconnect(url: resource.url, count: count, alsoForTLS: alsoForTLS)
-    }
-
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {
         resource.store.available.gaps(in: range)
-    }
-
-    public func unrequestedRanges(in range: Range<Int64>) -> [Range<Int64>] {
-        resource.unrequested(in: range)
-    }
-
-    public func startFetching(_ range: Range<Int64>) throws {
-        try ensureOneVersion()
-        guard !offline else { return }
-        for gap in resource.unrequested(in: range.clamped(to: 0..<(resource.size ?? Int64.max))) {
-            var offset = gap.lowerBound
-            // A fetch stops where another running one starts: go on after it until the gap is asked for.
-            while offset < gap.upperBound {
-                guard let fetch = resource.fetch(covering: offset, to: gap.upperBound, ifRange: ifRange, token: token,
-                                                 tally: tally) else { break }
-                offset = involve(fetch).range.upperBound
-            }
-        }
     }
 
     public func prefetch(_ range: Range<Int64>) throws {

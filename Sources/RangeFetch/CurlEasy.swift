@@ -77,10 +77,6 @@ final class CurlEasy: @unchecked Sendable {
         try check(mp_curl_set_opensocket_cb(handle, cb), "OPENSOCKETFUNCTION")
     }
 
-    func setSockoptCallback(_ cb: @escaping @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32) throws {
-        try check(mp_curl_set_sockopt_cb(handle, cb), "SOCKOPTFUNCTION")
-    }
-
     /// Clears options but keeps the connection cache, so the next request can reuse a connection.
     func reset() {
         curl_easy_reset(handle)

@@ -83,9 +83,10 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
     }
 
     /// What to do about a TLS failure: trusting a private CA (`--cacert`) may help, unless the
-    /// certificate is for another host name.
+    /// certificate is for another host name or no certificate was looked at (the handshake broke).
     static func tlsHint(_ detail: String) -> String {
-        detail.contains("not for this host name") ? "" : " (use --cacert FILE for a private CA)"
+        detail.contains("not for this host name") || detail.hasPrefix("the TLS handshake failed")
+            ? "" : " (use --cacert FILE for a private CA)"
     }
 
     /// Maps a libcurl result to the error a person can act on. `url` is the URL as shown (redacted).

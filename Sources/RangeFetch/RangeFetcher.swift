@@ -17,7 +17,6 @@ public final class RangeFetcher: Sendable {
     /// Handles out of the pool, running a transfer.
     private let busy = Atomic<Int>(0)
     private let countersStore = Mutex(FetchCounters())
-    private let spares = SpareConnections()
 
     public init(options: FetchOptions = FetchOptions()) {
         self.options = options
@@ -27,55 +26,6 @@ public final class RangeFetcher: Sendable {
 
     /// Easy handles alive, idle or busy: each holds at most a few connections to origins open.
     public var openHandles: Int { pool.withLock { $0.count } + busy.load(ordering: .relaxed) }
-
-    /// Opens up to `count` connections to the origin of `url` now, for requests to come that
-    /// would otherwise each open one (a parallel wave, a request sent while another response is
-    /// still arriving): they take these established ones and pay no TCP handshake. Spares to the
-    /// same origin opened before, not yet taken and still open, count.
-    ///
-    /// Returns how many are there for those requests: none through a proxy (the address would be
-    /// the proxy's), and none for https unless `alsoForTLS`, because there TLS's handshake is
-    /// still ahead of the first request on a spare: right for a wave whose new connections would
-    /// pay both, not for a request that could instead wait for a kept-alive connection. When no
-    /// connection is idle in the pool the next request takes a spare too, so one more is opened.
-    public func preconnect(url: String, count: Int, alsoForTLS: Bool = false) -> Int {
-        let scheme = url.prefix(while: { $0 != ":" }).lowercased()
-        guard count > 0, scheme == "http" || (alsoForTLS && scheme == "https"), connectsDirectly,
-              let (host, port) = RangeFetcher.hostAndPort(url, defaultPort: scheme == "https" ? 443 : 80) else { return 0 }
-        let wanted = count + (pool.withLock { $0.isEmpty } ? 1 : 0)
-        let missing = wanted - spares.usable(host: host, port: port)
-        if missing > 0 { spares.open(host: host, port: port, count: missing, allowed: options.connectionPolicy) }
-        return max(0, min(count, spares.usable(host: host, port: port) - (wanted - count)))
-    }
-
-    /// No proxy between us and the origin: none given, none in libcurl's variables
-    /// (`http_proxy`, `https_proxy`, `all_proxy`), or a connection policy (which turns proxies off).
-    private var connectsDirectly: Bool {
-        if options.connectionPolicy != nil { return true }
-        let environment = ProcessInfo.processInfo.environment
-        let variables = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
-        return options.proxy == nil && variables.allSatisfy { environment[$0, default: ""].isEmpty }
-    }
-
-    /// The host (brackets of an IPv6 literal removed) and port of a URL.
-    static func hostAndPort(_ url: String, defaultPort: Int) -> (String, Int)? {
-        guard let authority = URLText.host(of: url) else { return nil }
-        var host = Substring(authority), port = defaultPort
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            let rest = host[host.index(after: close)...]
-            host = host[host.index(after: host.startIndex)..<close]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":"), let p = Int(rest.dropFirst()) else { return nil }
-                port = p
-            }
-        } else if let colon = host.lastIndex(of: ":") {
-            guard let p = Int(host[host.index(after: colon)...]) else { return nil }
-            port = p
-            host = host[..<colon]
-        }
-        guard !host.isEmpty, (1...65535).contains(port) else { return nil }
-        return (String(host), port)
-    }
 
     /// Fetches `range` of `url` with `Range: bytes=a-b` and hands the body to `onData` with
     /// each piece's true offset.
@@ -195,6 +145,12 @@ public final class RangeFetcher: Sendable {
                words.contains("host name") || words.contains("hostname") {
                 return .failure(FetchError.tls(url: url, detail: "the certificate is not for this host name"))
             }
+            // A handshake that broke off (a reset, a server that does not speak TLS there) is
+            // not about trusting certificates.
+            if code == CURLE_SSL_CONNECT_ERROR {
+                let words = transfer.easy?.errorText ?? ""
+                return .failure(FetchError.tls(url: url, detail: "the TLS handshake failed" + (words.isEmpty ? "" : " (\(words))")))
+            }
             // libcurl says "malformed URL" about a Location it cannot follow, as if of ours.
             if code == CURLE_URL_MALFORMAT, (300..<400).contains(transfer.status), let target = transfer.header("location") {
                 return .failure(FetchError.badResponse(url: url, detail: "it redirects to a malformed URL (\(options.urlRules.shown(target)))"))
@@ -262,16 +218,10 @@ public final class RangeFetcher: Sendable {
         try easy.setProgressCallback(transferProgressCallback)
         try easy.set(CURLOPT_XFERINFODATA, pointer: context)
         try easy.set(CURLOPT_NOPROGRESS, 0)
-        let hasSpares = spares.count > 0
-        if options.connectionPolicy != nil || hasSpares {
-            transfer.connectionPolicy = options.connectionPolicy
+        if let policy = options.connectionPolicy {
+            transfer.connectionPolicy = policy
             try easy.setOpenSocketCallback(transferOpenSocketCallback)
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: context)
-        }
-        if hasSpares {
-            transfer.spares = spares
-            try easy.setSockoptCallback(transferSockoptCallback)
-            try easy.set(CURLOPT_SOCKOPTDATA, pointer: context)
         }
     }
 

@@ -46,10 +46,6 @@ final class RangeTransfer {
     var failure: Error?
     /// Whether a connection to an address may be opened (`FetchOptions.connectionPolicy`).
     var connectionPolicy: (@Sendable (String, Int) -> Bool)?
-    /// Connections opened ahead (`RangeFetcher.preconnect`): a new connection takes one of these first.
-    var spares: SpareConnections?
-    /// The spare handed to libcurl for this transfer: it is connected already.
-    private(set) var adoptedSocket: curl_socket_t?
     /// The address the policy refused, which ended the transfer.
     private(set) var refusedAddress: String?
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
@@ -209,8 +205,7 @@ final class RangeTransfer {
         return false
     }
 
-    /// libcurl is about to connect to `address`: if the policy allows it, hand over a spare
-    /// connection to that address, else open a socket.
+    /// libcurl is about to connect to `address`: open the socket if the policy allows it.
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let a = address.pointee
         if let connectionPolicy {
@@ -219,12 +214,6 @@ final class RangeTransfer {
                 refusedAddress = a.family == AF_INET6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
                 return mp_curl_socket_bad()
             }
-        }
-        if let spares, let fd = withUnsafePointer(to: &address.pointee.addr, {
-            spares.take(to: $0, length: socklen_t(a.addrlen), waiting: stallTimeout)
-        }) {
-            adoptedSocket = fd
-            return fd
         }
         let fd = socket(a.family, a.socktype | Int32(SOCK_CLOEXEC.rawValue), a.protocol)
         return fd >= 0 ? fd : mp_curl_socket_bad()
@@ -269,14 +258,6 @@ let transferOpenSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curlso
     context, _, address in
     guard let context, let address else { return mp_curl_socket_bad() }
     return Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue().openSocket(address)
-}
-
-/// libcurl has a socket for a new connection: a spare needs no connect (it is established).
-let transferSockoptCallback: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32 = {
-    context, fd, _ in
-    guard let context else { return CURL_SOCKOPT_OK }
-    let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.adoptedSocket == fd ? CURL_SOCKOPT_ALREADY_CONNECTED : CURL_SOCKOPT_OK
 }
 
 /// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation, stall).

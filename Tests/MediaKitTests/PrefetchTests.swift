@@ -141,4 +141,26 @@ final class PrefetchTests: XCTestCase {
         XCTAssertTrue(ranges.allSatisfy { source.isLocal($0) })
     }
 
+    /// An origin that allows a client two connections resets the wave's others: their ranges go
+    /// to the connections that work, and the wave completes (it failed with "connection refused"
+    /// once the wave really ran in parallel).
+    func testAWaveCompletesAgainstAnOriginThatLimitsConnections() throws {
+        let server = try FaultServer(maxConnections: 2)
+        defer { server.stop() }
+        let body = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        server.route("/capped.bin", .delay(seconds: 0.2, then: .serve(body: body)))
+        let session = try MediaFixtures.session(cacheDir: cache.path)
+        let source = try session.open(server.url("/capped.bin"))
+        var prefetcher = Prefetcher()
+        prefetcher.connections = 8
+        let ranges = (0..<8).map { Int64($0) * 120_000..<Int64($0) * 120_000 + 60_000 }
+        try prefetcher.fetch(ranges, source: source, cancellation: session.cancellation)
+        XCTAssertTrue(ranges.allSatisfy { source.isLocal($0) })
+        var got = [UInt8](repeating: 0, count: 60_000)
+        for range in ranges {
+            let n = try got.withUnsafeMutableBytes { try source.read(into: $0, at: range.lowerBound) }
+            XCTAssertEqual(Array(got[0..<n]), Array(body[Int(range.lowerBound)..<Int(range.lowerBound) + n]))
+        }
+    }
+
 }

@@ -100,6 +100,20 @@ final class RangeFetcherNginxTests: XCTestCase {
         }
     }
 
+    /// A handshake that breaks off (here: a server speaking plain HTTP) is said so, without the
+    /// advice to trust another CA, which only helps with a certificate that was refused.
+    func testABrokenTLSHandshakeIsNotBlamedOnCertificates() throws {
+        let dir = try TempDirectory()
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: dir.file("t.bin")))
+        let nginx = try NginxServer(root: dir.path)
+        let url = nginx.url("/t.bin").replacingOccurrences(of: "http://", with: "https://")
+        XCTAssertThrowsError(try RangeFetcher(options: quickOptions()).collect(url, 0..<3)) { error in
+            guard case .tls = error as? FetchError else { return XCTFail("expected a TLS error, got \(error)") }
+            XCTAssertTrue("\(error)".contains("the TLS handshake failed"), "\(error)")
+            XCTAssertFalse("\(error)".contains("--cacert"), "\(error)")
+        }
+    }
+
     func testNotFoundAndConnectionRefused() throws {
         let dir = try TempDirectory()
         let nginx = try NginxServer(root: dir.path)

@@ -19,12 +19,13 @@ public final class FaultServer: Sendable {
         baseURL + (path.hasPrefix("/") ? path : "/" + path)
     }
 
-    /// Binds `port` on 127.0.0.1 (0: a free one) and starts accepting connections. A given port
-    /// stands for a server that restarted where clients still hold connections to the old one.
-    public init(port: Int = 0) throws {
-        let (fd, port) = try LoopbackSocket.listen(port: port)
+    /// Binds a free port on 127.0.0.1 and starts accepting connections. With `maxConnections`,
+    /// a connection beyond that many open at once is reset as soon as it is accepted, as origins
+    /// that limit connections per client do.
+    public init(maxConnections: Int? = nil) throws {
+        let (fd, port) = try LoopbackSocket.listen()
         self.port = port
-        self.core = FaultServerCore(listenFD: fd)
+        self.core = FaultServerCore(listenFD: fd, maxConnections: maxConnections)
         core.startAccepting()
     }
 
@@ -83,8 +84,11 @@ final class FaultServerCore: Sendable {
     let threads = DispatchGroup()
     private let listenClosed = Mutex(false)
 
-    init(listenFD: Int32) {
+    let maxConnections: Int?
+
+    init(listenFD: Int32, maxConnections: Int?) {
         self.listenFD = listenFD
+        self.maxConnections = maxConnections
     }
 
     func startAccepting() {
@@ -117,6 +121,12 @@ final class FaultServerCore: Sendable {
             // ACKs would add 40 ms stalls that look like server latency.
             var yes: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+            if let maxConnections, state.withLock({ $0.openConnections.count }) >= maxConnections {
+                var reset = linger(l_onoff: 1, l_linger: 0) // close with a RST, not a FIN
+                _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+                close(fd)
+                continue
+            }
             let number: Int? = state.withLock { state in
                 guard !stopped.load(ordering: .acquiring) else { return nil }
                 state.connectionCount += 1
