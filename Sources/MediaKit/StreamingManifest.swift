@@ -7,17 +7,7 @@ enum StreamingManifest {
     /// "an HLS playlist", "a DASH manifest", or nil for anything else. Reads at most 1 KiB,
     /// which the first request of a probe has already brought.
     static func kind(of source: any MediaSource) throws -> String? {
-        var head = [UInt8](repeating: 0, count: 1024)
-        let count = try head.withUnsafeMutableBytes { buffer in
-            var filled = 0
-            while filled < buffer.count {
-                let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), at: Int64(filled))
-                if n <= 0 { break }
-                filled += n
-            }
-            return filled
-        }
-        return kind(ofText: String(decoding: head.prefix(count), as: UTF8.self))
+        kind(ofText: String(decoding: try source.bytes(at: 0, count: 1024), as: UTF8.self))
     }
 
     /// The playlist tag must open the file (after a byte-order mark or blank space); a manifest is

@@ -48,7 +48,7 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case .http(let status, let url, _): return "HTTP \(status) (\(FetchError.reason(status))) for \(url)"
         case .hostNotFound(let url): return "cannot resolve the host name of \(url)"
         case .connectionRefused(let url): return "connection refused by the server of \(url)"
-        case .tls(let url, let detail): return "TLS failure for \(url): \(detail)\(FetchError.tlsHint(detail))"
+        case .tls(let url, let detail): return "TLS failure for \(url): \(detail)"
         case .timeout(let url): return "timed out waiting for \(url) (raise --timeout for slow servers)"
         case .connectionLost(let url, let detail): return "connection lost while fetching \(url): \(detail)"
         case .tooManyRedirects(let url): return "too many redirects for \(url)"
@@ -82,13 +82,6 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         }
     }
 
-    /// What to do about a TLS failure: trusting a private CA (`--cacert`) may help, unless the
-    /// certificate is for another host name or no certificate was looked at (the handshake broke).
-    static func tlsHint(_ detail: String) -> String {
-        detail.contains("not for this host name") || detail.hasPrefix("the TLS handshake failed")
-            ? "" : " (use --cacert FILE for a private CA)"
-    }
-
     /// Maps a libcurl result to the error a person can act on. `url` is the URL as shown (redacted).
     static func from(_ code: CURLcode, url: String, detail: String) -> FetchError {
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
@@ -98,7 +91,9 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case CURLE_OPERATION_TIMEDOUT: return .timeout(url: url)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-            return .tls(url: url, detail: text)
+            // A certificate refused or unreadable: trusting a private CA may be the answer. (A
+            // broken handshake and a certificate for another name are told apart before this.)
+            return .tls(url: url, detail: text + " (use --cacert FILE for a private CA)")
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_HTTP2,
              CURLE_HTTP2_STREAM:
             return .connectionLost(url: url, detail: text)
