@@ -10,8 +10,10 @@ let package = Package(
         .library(name: "MediaKit", targets: ["MediaKit"]),
     ],
     targets: [
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat libavcodec libavutil libswscale",
-                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
+        // FFmpeg's headers (Debian: libavformat-dev libavcodec-dev libavutil-dev libswscale-dev) and
+        // a loader that opens its libraries on first use: mprobe is deliberately not linked against
+        // them, so commands that never demux start ~25 ms faster (CFFmpeg.h says more).
+        .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),

@@ -32,21 +32,21 @@ final class AVIOBridge {
     init(source: any MediaSource, cancellation: Cancellation?) throws {
         self.source = source
         self.cancellation = cancellation
-        guard let buffer = av_malloc(Int(AVIOBridge.bufferSize)) else {
+        guard let buffer = ff.av_malloc(Int(AVIOBridge.bufferSize)) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "av_malloc")
         }
         let opaque = Unmanaged.passUnretained(self).toOpaque()
-        guard let ctx = avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), AVIOBridge.bufferSize, 0, opaque,
+        guard let ctx = ff.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), AVIOBridge.bufferSize, 0, opaque,
                                            avioRead, nil, avioSeek) else {
-            av_free(buffer)
+            ff.av_free(buffer)
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avio_alloc_context")
         }
         context = ctx
     }
 
     deinit {
-        if context.pointee.buffer != nil { av_freep(&context.pointee.buffer) }
-        avio_context_free(&context)
+        if context.pointee.buffer != nil { ff.av_freep(&context.pointee.buffer) }
+        ff.avio_context_free(&context)
     }
 
     var shouldStop: Bool { cancellation?.isCancelled == true }

@@ -8,7 +8,7 @@ extension Decoder {
     /// libavcodec has no decoder for it.
     static func describing(_ format: FormatContext, stream index: Int) throws -> Decoder? {
         guard let id = format.stream(index)?.pointee.codecpar.pointee.codec_id,
-              id != AV_CODEC_ID_PROBE, avcodec_find_decoder(id) != nil else { return nil }
+              id != AV_CODEC_ID_PROBE, ff.avcodec_find_decoder(id) != nil else { return nil }
         return try Decoder(format, stream: index, threading: .none)
     }
 
@@ -30,13 +30,13 @@ extension Decoder {
         guard context.pointee.codec.pointee.priv_class != nil, let priv = context.pointee.priv_data else { return [] }
         var options: [(String, String)] = []
         var option: UnsafePointer<AVOption>?
-        while let next = av_opt_next(priv, option) {
+        while let next = ff.av_opt_next(priv, option) {
             option = next
             guard next.pointee.flags & AV_OPT_FLAG_EXPORT != 0 else { continue }
             var value: UnsafeMutablePointer<UInt8>?
-            guard av_opt_get(priv, next.pointee.name, 0, &value) >= 0, let value else { continue }
+            guard ff.av_opt_get(priv, next.pointee.name, 0, &value) >= 0, let value else { continue }
             options.append((String(cString: next.pointee.name), String(cString: value)))
-            av_free(value)
+            ff.av_free(value)
         }
         return options
     }

@@ -24,17 +24,17 @@ final class Decoder {
     init(_ format: FormatContext, stream index: Int, threading: Threading = .all) throws {
         guard let stream = format.stream(index) else { throw MediaError.noTracks(detail: "no track #\(index)") }
         let par = stream.pointee.codecpar!
-        guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
+        guard let codec = ff.avcodec_find_decoder(par.pointee.codec_id) else {
             throw MediaError.malformed(input: "stream #\(index)",
                                        detail: "no decoder for codec \(FormatContext.codecName(par.pointee.codec_id))")
         }
-        guard let ctx = avcodec_alloc_context3(codec) else {
+        guard let ctx = ff.avcodec_alloc_context3(codec) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avcodec_alloc_context3")
         }
         context = ctx
         timeBase = stream.pointee.time_base
         frame = try Frame()
-        try FFmpegError.check(avcodec_parameters_to_context(ctx, par), "avcodec_parameters_to_context")
+        try FFmpegError.check(ff.avcodec_parameters_to_context(ctx, par), "avcodec_parameters_to_context")
         ctx.pointee.pkt_timebase = stream.pointee.time_base
         switch threading {
         case .all: ctx.pointee.thread_count = 0 // as many as there are cores
@@ -43,12 +43,12 @@ final class Decoder {
             ctx.pointee.thread_type = FF_THREAD_SLICE
         case .none: break
         }
-        try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2")
+        try FFmpegError.check(ff.avcodec_open2(ctx, codec, nil), "avcodec_open2")
     }
 
     deinit {
         var ctx: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&ctx)
+        ff.avcodec_free_context(&ctx)
     }
 
     /// Sends a packet (nil flushes) and hands each decoded frame to `body`, which must not keep it
@@ -56,12 +56,12 @@ final class Decoder {
     /// past it as players do.
     func decode(_ packet: Packet?, _ body: (Frame) throws -> Void) throws -> FFmpegError? {
         var firstError: FFmpegError?
-        let sent = avcodec_send_packet(context, packet?.pointer)
+        let sent = ff.avcodec_send_packet(context, packet?.pointer)
         if sent < 0 && sent != mp_averror(EAGAIN) && sent != mp_averror_eof() {
             firstError = FFmpegError(code: sent, function: "avcodec_send_packet")
         }
         while true {
-            let rc = avcodec_receive_frame(context, frame.pointer)
+            let rc = ff.avcodec_receive_frame(context, frame.pointer)
             if rc == mp_averror(EAGAIN) || rc == mp_averror_eof() { break }
             if rc < 0 {
                 firstError = firstError ?? FFmpegError(code: rc, function: "avcodec_receive_frame")
@@ -75,7 +75,7 @@ final class Decoder {
 
     /// Forgets buffered frames and the end-of-stream state, before decoding from a new position.
     /// The corresponding FFmpeg function is `avcodec_flush_buffers`.
-    func flush() { avcodec_flush_buffers(context) }
+    func flush() { ff.avcodec_flush_buffers(context) }
 
     /// A timestamp of this stream in seconds.
     func seconds(_ timestamp: Int64) -> Double { Double(timestamp) * Double(timeBase.num) / Double(timeBase.den) }

@@ -17,10 +17,10 @@ final class Encoder {
     /// The corresponding FFmpeg functions are `avcodec_find_encoder_by_name`, `avcodec_alloc_context3`
     /// and `avcodec_open2`.
     init(format: ImageFormat, width: Int, height: Int, quality: Int) throws {
-        guard let codec = avcodec_find_encoder_by_name(format.encoderName) else {
+        guard let codec = ff.avcodec_find_encoder_by_name(format.encoderName) else {
             throw MediaError.malformed(input: "encoder", detail: "this FFmpeg has no \(format.encoderName) encoder")
         }
-        guard let ctx = avcodec_alloc_context3(codec) else {
+        guard let ctx = ff.avcodec_alloc_context3(codec) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avcodec_alloc_context3")
         }
         context = ctx
@@ -39,13 +39,13 @@ final class Encoder {
             ctx.pointee.flags |= AV_CODEC_FLAG_QSCALE
             ctx.pointee.global_quality = qscale * FF_QP2LAMBDA
         }
-        if format == .webp { av_opt_set(ctx.pointee.priv_data, "quality", "\(q)", 0) }
-        try FFmpegError.check(avcodec_open2(ctx, codec, nil), "avcodec_open2")
+        if format == .webp { _ = ff.av_opt_set(ctx.pointee.priv_data, "quality", "\(q)", 0) }
+        try FFmpegError.check(ff.avcodec_open2(ctx, codec, nil), "avcodec_open2")
     }
 
     deinit {
         var ctx: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&ctx)
+        ff.avcodec_free_context(&ctx)
     }
 
     /// A picture of this encoder's size and pixel format to draw into.
@@ -61,12 +61,12 @@ final class Encoder {
     func encode(_ frame: Frame) throws -> [UInt8] {
         frame.pointer.pointee.pts = 0
         if format == .jpg { frame.pointer.pointee.quality = qscale * FF_QP2LAMBDA }
-        try FFmpegError.check(avcodec_send_frame(context, frame.pointer), "avcodec_send_frame")
-        try FFmpegError.check(avcodec_send_frame(context, nil), "avcodec_send_frame")
+        try FFmpegError.check(ff.avcodec_send_frame(context, frame.pointer), "avcodec_send_frame")
+        try FFmpegError.check(ff.avcodec_send_frame(context, nil), "avcodec_send_frame")
         let packet = try Packet()
         var bytes: [UInt8] = []
         while true {
-            let rc = avcodec_receive_packet(context, packet.pointer)
+            let rc = ff.avcodec_receive_packet(context, packet.pointer)
             if rc == mp_averror_eof() || rc == mp_averror(EAGAIN) { break }
             try FFmpegError.check(rc, "avcodec_receive_packet")
             bytes += packet.bytes

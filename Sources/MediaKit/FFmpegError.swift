@@ -13,7 +13,7 @@ public struct FFmpegError: Error, CustomStringConvertible, Equatable {
     /// FFmpeg's text for an AVERROR code (`av_strerror`).
     public static func message(for code: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 256)
-        av_strerror(code, &buffer, buffer.count)
+        _ = ff.av_strerror(code, &buffer, buffer.count)
         let bytes = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
         return String(decoding: bytes, as: UTF8.self)
     }

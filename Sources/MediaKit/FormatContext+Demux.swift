@@ -8,7 +8,7 @@ extension FormatContext {
     /// The corresponding FFmpeg function is `av_read_frame`.
     func readPacket(into packet: Packet) throws -> Bool {
         packet.unref()
-        let rc = av_read_frame(pointer, packet.pointer)
+        let rc = ff.av_read_frame(pointer, packet.pointer)
         if rc >= 0 { return true }
         if rc == mp_averror_eof() && readError == nil && !interrupted { return false }
         throw failure(rc, "av_read_frame")
@@ -17,7 +17,7 @@ extension FormatContext {
     /// Seeks stream `index` to the key frame at or before `timestamp` (in the stream's time base).
     /// The corresponding FFmpeg function is `av_seek_frame`.
     func seek(stream index: Int, timestamp: Int64) throws {
-        let rc = av_seek_frame(pointer, Int32(clamping: index), timestamp, AVSEEK_FLAG_BACKWARD)
+        let rc = ff.av_seek_frame(pointer, Int32(clamping: index), timestamp, AVSEEK_FLAG_BACKWARD)
         if rc < 0 { throw failure(rc, "av_seek_frame") }
     }
 
@@ -25,7 +25,7 @@ extension FormatContext {
     /// The corresponding FFmpeg function is `avformat_seek_file`.
     func seek(seconds: Double) throws {
         let target = Int64(exactly: (seconds * Double(AV_TIME_BASE)).rounded(.towardZero)) ?? (seconds < 0 ? Int64.min : Int64.max)
-        let rc = avformat_seek_file(pointer, -1, Int64.min, target, target, 0)
+        let rc = ff.avformat_seek_file(pointer, -1, Int64.min, target, target, 0)
         if rc < 0 { throw failure(rc, "avformat_seek_file") }
     }
 

@@ -25,8 +25,8 @@ extension FormatContext {
         var info = TrackInfo(
             index: Int(s.index), kind: TrackInfo.Kind(par.codec_type),
             codec: FormatContext.codecName(par.codec_id),
-            codecLongName: avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
-            profile: avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
+            codecLongName: ff.avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
+            profile: ff.avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
             bitRate: par.bit_rate > 0 ? par.bit_rate : nil,
             duration: s.duration == mp_av_nopts_value() || s.duration < 0 ? nil : Double(s.duration) * timeBase,
             frames: s.nb_frames > 0 ? s.nb_frames : nil,
@@ -39,7 +39,7 @@ extension FormatContext {
             let rate = s.avg_frame_rate.num > 0 && s.avg_frame_rate.den > 0 ? s.avg_frame_rate : s.r_frame_rate
             if rate.num > 0 && rate.den > 0 { info.frameRate = Double(rate.num) / Double(rate.den) }
             if par.format >= 0 {
-                info.pixelFormat = av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) }
+                info.pixelFormat = ff.av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) }
             }
             let rotation = mp_stream_rotation(st)
             if !rotation.isNaN { info.rotation = rotation == 0 ? 0 : rotation }
@@ -48,7 +48,7 @@ extension FormatContext {
             info.channels = par.ch_layout.nb_channels > 0 ? Int(par.ch_layout.nb_channels) : nil
             var layout = par.ch_layout
             var buffer = [CChar](repeating: 0, count: 128)
-            if par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC, av_channel_layout_describe(&layout, &buffer, buffer.count) > 0 {
+            if par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC, ff.av_channel_layout_describe(&layout, &buffer, buffer.count) > 0 {
                 info.channelLayout = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         default: break
@@ -61,7 +61,7 @@ extension FormatContext {
     static func tags(_ dict: OpaquePointer?) -> [(String, String)] {
         var out: [(String, String)] = []
         var entry: UnsafeMutablePointer<AVDictionaryEntry>?
-        while let e = av_dict_get(dict, "", entry, AV_DICT_IGNORE_SUFFIX) {
+        while let e = ff.av_dict_get(dict, "", entry, AV_DICT_IGNORE_SUFFIX) {
             out.append((validatedText(e.pointee.key), validatedText(e.pointee.value)))
             entry = e
         }
@@ -80,7 +80,7 @@ extension FormatContext {
             var next: UnsafePointer<UInt8>? = start
             while let from = next, from < end {
                 var code: Int32 = 0
-                let valid = av_utf8_decode(&code, &next, end, 0) >= 0
+                let valid = ff.av_utf8_decode(&code, &next, end, 0) >= 0
                 if valid, let to = next { kept.append(contentsOf: UnsafeBufferPointer(start: from, count: to - from)) }
             }
             return String(decoding: kept, as: UTF8.self)

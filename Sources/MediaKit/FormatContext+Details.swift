@@ -16,7 +16,7 @@ extension FormatContext {
                                   pcrPID: Int(p.pointee.pcr_pid), tags: FormatContext.tags(p.pointee.metadata),
                                   streamIndexes: indexes.filter(selected.contains))
         }
-        let size = avio_size(fc.pb)
+        let size = ff.avio_size(fc.pb)
         let format = FormatDetails(
             filename: input, streamCount: streamCount, programCount: Int(fc.nb_programs), name: formatName,
             longName: fc.iformat.pointee.long_name.map { String(cString: $0) },
@@ -31,7 +31,7 @@ extension FormatContext {
     /// The corresponding FFmpeg function is `avformat_match_stream_specifier`.
     private func matches(stream index: Int, _ specifier: String?) throws -> Bool {
         guard let specifier, let st = stream(index) else { return true }
-        let rc = avformat_match_stream_specifier(pointer, st, specifier)
+        let rc = ff.avformat_match_stream_specifier(pointer, st, specifier)
         guard rc >= 0 else { throw InvalidOption("select_streams", "'\(specifier)' is not a stream specifier FFmpeg understands") }
         return rc > 0
     }
@@ -40,17 +40,17 @@ extension FormatContext {
         guard let st = stream(index) else { throw MediaError.noTracks(detail: "no track #\(index)") }
         let s = st.pointee
         let par = s.codecpar.pointee
-        let descriptor = avcodec_descriptor_get(par.codec_id)?.pointee
+        let descriptor = ff.avcodec_descriptor_get(par.codec_id)?.pointee
         var tag = [CChar](repeating: 0, count: Int(AV_FOURCC_MAX_STRING_SIZE))
-        av_fourcc_make_string(&tag, par.codec_tag)
+        _ = ff.av_fourcc_make_string(&tag, par.codec_tag)
         let showsIDs = pointer.pointee.iformat.pointee.flags & AVFMT_SHOW_IDS != 0
         var details = StreamDetails(
             index: Int(s.index),
             codecName: descriptor.map { String(cString: $0.name) },
             codecLongName: descriptor.map { $0.long_name.map { String(cString: $0) } ?? "unknown" },
-            profile: avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) }
+            profile: ff.avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) }
                 ?? (par.profile != FF_PROFILE_UNKNOWN ? String(par.profile) : nil),
-            codecType: av_get_media_type_string(par.codec_type).map { String(cString: $0) },
+            codecType: ff.av_get_media_type_string(par.codec_type).map { String(cString: $0) },
             codecTagString: String(cString: tag), codecTag: par.codec_tag,
             id: showsIDs ? s.id : nil,
             realFrameRate: Rational(s.r_frame_rate), averageFrameRate: Rational(s.avg_frame_rate), timeBase: Rational(s.time_base),
@@ -79,22 +79,22 @@ extension FormatContext {
         let par = st.pointee.codecpar.pointee
         var details = VideoDetails(
             width: Int(par.width), height: Int(par.height), hasBFrames: Int(par.video_delay),
-            pixelFormat: av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) },
+            pixelFormat: ff.av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) },
             level: Int(par.level),
-            colorRange: par.color_range == AVCOL_RANGE_UNSPECIFIED ? nil : av_color_range_name(par.color_range).map { String(cString: $0) },
-            colorSpace: par.color_space == AVCOL_SPC_UNSPECIFIED ? nil : av_color_space_name(par.color_space).map { String(cString: $0) },
-            colorTransfer: par.color_trc == AVCOL_TRC_UNSPECIFIED ? nil : av_color_transfer_name(par.color_trc).map { String(cString: $0) },
+            colorRange: par.color_range == AVCOL_RANGE_UNSPECIFIED ? nil : ff.av_color_range_name(par.color_range).map { String(cString: $0) },
+            colorSpace: par.color_space == AVCOL_SPC_UNSPECIFIED ? nil : ff.av_color_space_name(par.color_space).map { String(cString: $0) },
+            colorTransfer: par.color_trc == AVCOL_TRC_UNSPECIFIED ? nil : ff.av_color_transfer_name(par.color_trc).map { String(cString: $0) },
             colorPrimaries: par.color_primaries == AVCOL_PRI_UNSPECIFIED ? nil
-                : av_color_primaries_name(par.color_primaries).map { String(cString: $0) },
+                : ff.av_color_primaries_name(par.color_primaries).map { String(cString: $0) },
             chromaLocation: par.chroma_location == AVCHROMA_LOC_UNSPECIFIED ? nil
-                : av_chroma_location_name(par.chroma_location).map { String(cString: $0) },
+                : ff.av_chroma_location_name(par.chroma_location).map { String(cString: $0) },
             fieldOrder: FormatContext.fieldOrderNames[par.field_order])
         // The stream's ratio, else the codec's; the display ratio reduced as ffprobe does it (the
         // products are C ints there, and wrap the same way here).
-        let sar = av_guess_sample_aspect_ratio(pointer, st, nil)
+        let sar = ff.av_guess_sample_aspect_ratio(pointer, st, nil)
         if sar.num != 0 {
             var dar = AVRational()
-            av_reduce(&dar.num, &dar.den, Int64(par.width &* sar.num), Int64(par.height &* sar.den), 1024 * 1024)
+            _ = ff.av_reduce(&dar.num, &dar.den, Int64(par.width &* sar.num), Int64(par.height &* sar.den), 1024 * 1024)
             details.sampleAspectRatio = Rational(sar)
             details.displayAspectRatio = Rational(dar)
         }
@@ -108,12 +108,12 @@ extension FormatContext {
     private static func audio(_ par: AVCodecParameters) -> AudioDetails {
         var layout = par.ch_layout
         var text = [CChar](repeating: 0, count: 128)
-        let described = par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC && av_channel_layout_describe(&layout, &text, text.count) >= 0
+        let described = par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC && ff.av_channel_layout_describe(&layout, &text, text.count) >= 0
         return AudioDetails(
-            sampleFormat: av_get_sample_fmt_name(AVSampleFormat(rawValue: par.format)).map { String(cString: $0) },
+            sampleFormat: ff.av_get_sample_fmt_name(AVSampleFormat(rawValue: par.format)).map { String(cString: $0) },
             sampleRate: Int(par.sample_rate), channels: Int(par.ch_layout.nb_channels),
             channelLayout: described ? String(cString: text) : nil,
-            bitsPerSample: Int(av_get_bits_per_sample(par.codec_id)))
+            bitsPerSample: Int(ff.av_get_bits_per_sample(par.codec_id)))
     }
 
     /// A timestamp in seconds, computed as ffprobe does (`ts * av_q2d(tb)`, so the last digit

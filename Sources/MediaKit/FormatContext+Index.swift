@@ -26,12 +26,12 @@ extension FormatContext {
         guard let st = stream(index) else { return [] }
         let tb = st.pointee.time_base
         let scale = Double(tb.num) / Double(max(1, tb.den))
-        let count = avformat_index_get_entries_count(st)
+        let count = ff.avformat_index_get_entries_count(st)
         let delay = decodeDelay(stream: index)
         var entries: [IndexEntry] = []
         entries.reserveCapacity(Int(max(0, count)))
         for i in 0..<max(0, count) {
-            guard let e = avformat_index_get_entry(st, i), e.pointee.pos >= 0, mp_index_entry_size(e) > 0 else { continue }
+            guard let e = ff.avformat_index_get_entry(st, i), e.pointee.pos >= 0, mp_index_entry_size(e) > 0 else { continue }
             // A damaged moov can place a sample past any file (offsets near 2^63) or at a time that
             // overflows: such a sample cannot be fetched or seeked to, so it is left out.
             let size = Int64(mp_index_entry_size(e))
@@ -47,14 +47,14 @@ extension FormatContext {
 
     /// How many entries the index of stream `index` has, without reading them.
     func indexEntryCount(stream index: Int) -> Int {
-        stream(index).map { Int(max(0, avformat_index_get_entries_count($0))) } ?? 0
+        stream(index).map { Int(max(0, ff.avformat_index_get_entries_count($0))) } ?? 0
     }
 
     /// How far the index's DTS run ahead of presentation times in stream `index`, in its time base:
     /// the stream's start time (first PTS) minus its first DTS; 0 without an index.
     func decodeDelay(stream index: Int) -> Int64 {
-        guard let st = stream(index), avformat_index_get_entries_count(st) > 0,
-              let first = avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value() else { return 0 }
+        guard let st = stream(index), ff.avformat_index_get_entries_count(st) > 0,
+              let first = ff.avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value() else { return 0 }
         let (delay, overflow) = st.pointee.start_time.subtractingReportingOverflow(first.pointee.timestamp)
         return overflow ? 0 : max(0, delay) // times near ±2^63 come only from damaged files
     }
@@ -82,7 +82,7 @@ extension FormatContext {
         case .subtitle: type = AVMEDIA_TYPE_SUBTITLE
         default: return nil
         }
-        let index = av_find_best_stream(pointer, type, -1, -1, nil, 0)
+        let index = ff.av_find_best_stream(pointer, type, -1, -1, nil, 0)
         return index >= 0 ? Int(index) : nil
     }
 

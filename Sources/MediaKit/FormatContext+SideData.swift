@@ -8,7 +8,7 @@ extension FormatContext {
         let par = st.pointee.codecpar.pointee
         return (0..<Int(max(0, st.pointee.nb_side_data))).map { i in
             let sd = list[i]
-            let name = av_packet_side_data_name(sd.type).map { String(cString: $0) } ?? "unknown"
+            let name = ff.av_packet_side_data_name(sd.type).map { String(cString: $0) } ?? "unknown"
             let bytes = UnsafeRawBufferPointer(start: sd.data, count: sd.data == nil ? 0 : Int(sd.size))
             return SideData(typeName: name, content: FormatContext.content(sd.type, bytes, width: par.width, height: par.height))
         }
@@ -24,22 +24,22 @@ extension FormatContext {
         switch type {
         case AV_PKT_DATA_DISPLAYMATRIX where bytes.count >= 9 * 4:
             let matrix = (0..<9).map { bytes.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self) }
-            let rotation = matrix.withUnsafeBufferPointer { av_display_rotation_get($0.baseAddress) }
+            let rotation = matrix.withUnsafeBufferPointer { ff.av_display_rotation_get($0.baseAddress) }
             return .displayMatrix(matrix, rotation: rotation)
         case AV_PKT_DATA_STEREO3D:
             guard let stereo = value(AVStereo3D.self) else { return .other }
-            return .stereo3D(type: String(cString: av_stereo3d_type_name(stereo.type.rawValue)),
+            return .stereo3D(type: ff.av_stereo3d_type_name(stereo.type.rawValue).map { String(cString: $0) } ?? "unknown",
                              inverted: stereo.flags & AV_STEREO3D_FLAG_INVERT != 0)
         case AV_PKT_DATA_SPHERICAL:
             guard var map = value(AVSphericalMapping.self) else { return .other }
-            var spherical = SideData.Spherical(projection: String(cString: av_spherical_projection_name(map.projection)),
+            var spherical = SideData.Spherical(projection: ff.av_spherical_projection_name(map.projection).map { String(cString: $0) } ?? "unknown",
                                                yaw: Double(map.yaw) / 65536, pitch: Double(map.pitch) / 65536,
                                                roll: Double(map.roll) / 65536)
             if map.projection == AV_SPHERICAL_CUBEMAP { spherical.padding = map.padding }
             if map.projection == AV_SPHERICAL_EQUIRECTANGULAR_TILE {
                 var l = 0, t = 0, r = 0, b = 0
                 // C converts the int sizes to size_t; so does this.
-                av_spherical_tile_bounds(&map, Int(width), Int(height), &l, &t, &r, &b)
+                ff.av_spherical_tile_bounds(&map, Int(width), Int(height), &l, &t, &r, &b)
                 spherical.bounds = [l, t, r, b]
             }
             return .spherical(spherical)

@@ -14,10 +14,11 @@ public final class FormatContext {
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
     public init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
+        try FFmpegLibraries.require()
         FFmpegLog.quietByDefault()
         FFmpegMemory.capOnce()
         bridge = try AVIOBridge(source: source, cancellation: cancellation)
-        guard let context = avformat_alloc_context() else {
+        guard let context = ff.avformat_alloc_context() else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_alloc_context")
         }
         context.pointee.pb = bridge.context
@@ -28,20 +29,20 @@ public final class FormatContext {
         // As ffmpeg and ffprobe open inputs: an MPEG-TS demuxer reads every program's PMT, not
         // only the first, before the header counts as read (other demuxers ignore the option).
         var options: OpaquePointer?
-        av_dict_set(&options, "scan_all_pmts", "1", 0)
-        defer { av_dict_free(&options) }
+        _ = ff.av_dict_set(&options, "scan_all_pmts", "1", 0)
+        defer { ff.av_dict_free(&options) }
         // The name only hints the format prober (by extension); bytes come from the bridge.
-        let rc = avformat_open_input(&opened, FormatContext.nameHint(source.input), nil, &options)
+        let rc = ff.avformat_open_input(&opened, FormatContext.nameHint(source.input), nil, &options)
         guard rc >= 0, let opened else {
             // avformat_open_input freed the context; the bridge (our AVIOContext) goes with self.
             throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)
         }
         if findStreamInfo {
-            let rc = avformat_find_stream_info(opened, nil)
+            let rc = ff.avformat_find_stream_info(opened, nil)
             if rc < 0 {
                 // Closed here, before `pointer` is set: a throwing init must not leave it to deinit too.
                 var context: UnsafeMutablePointer<AVFormatContext>? = opened
-                avformat_close_input(&context)
+                ff.avformat_close_input(&context)
                 throw FormatContext.failure(rc, "avformat_find_stream_info", bridge: bridge)
             }
         }
@@ -50,13 +51,13 @@ public final class FormatContext {
 
     deinit {
         var context: UnsafeMutablePointer<AVFormatContext>? = pointer
-        avformat_close_input(&context)
+        ff.avformat_close_input(&context)
     }
 
     /// Reads the first packets to fill in what the header lacks (duration and start time of
     /// containers without an index, such as MPEG-TS), for a context opened without it.
     public func findStreamInfo() throws {
-        let rc = avformat_find_stream_info(pointer, nil)
+        let rc = ff.avformat_find_stream_info(pointer, nil)
         if rc < 0 { throw failure(rc, "avformat_find_stream_info") }
     }
 
@@ -103,21 +104,23 @@ public final class FormatContext {
     }
 
     static func codecName(_ id: AVCodecID) -> String {
-        avcodec_get_name(id).map { String(cString: $0) } ?? "unknown"
+        ff.avcodec_get_name(id).map { String(cString: $0) } ?? "unknown"
     }
 }
 
 /// FFmpeg logs to stderr by default; library code must not print, so it is silenced unless the
 /// CLI asks for it (`-v`). The level is process-wide in FFmpeg, hence set once.
 public enum FFmpegLog {
-    private static let silenced: Void = av_log_set_level(AV_LOG_QUIET)
+    private static let silenced: Void = ff.av_log_set_level(AV_LOG_QUIET)
 
     static func quietByDefault() { _ = silenced }
 
-    /// Lets FFmpeg print warnings and errors (for `-v`).
+    /// Lets FFmpeg print warnings and errors (for `-v`). Without its libraries there is nothing to
+    /// show; opening the input then reports them missing.
     public static func showWarnings() {
+        guard (try? FFmpegLibraries.require()) != nil else { return }
         _ = silenced
-        av_log_set_level(AV_LOG_WARNING)
+        ff.av_log_set_level(AV_LOG_WARNING)
     }
 }
 
@@ -128,7 +131,7 @@ public enum FFmpegLog {
 /// such a file then fails as "would need more memory than FFmpeg allows".
 enum FFmpegMemory {
     static let singleAllocationLimit = 512 << 20
-    private static let capped: Void = av_max_alloc(singleAllocationLimit)
+    private static let capped: Void = ff.av_max_alloc(singleAllocationLimit)
 
     static func capOnce() { _ = capped }
 }

@@ -11,6 +11,7 @@ struct OpenedInput {
     let before: SourceCounters
 
     init(_ input: String, session: MediaSession, findStreamInfo: Bool, walker: BoxWalker = BoxWalker()) throws {
+        FFmpegLibraries.loadInBackground()
         source = try session.open(input)
         before = source.counters
         layout = try walker.walk(source) // first, so its first request also learns the size

@@ -8,17 +8,17 @@ final class Packet {
     let pointer: UnsafeMutablePointer<AVPacket>
 
     init() throws {
-        guard let p = av_packet_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_packet_alloc") }
+        guard let p = ff.av_packet_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_packet_alloc") }
         pointer = p
     }
 
     deinit {
         var p: UnsafeMutablePointer<AVPacket>? = pointer
-        av_packet_free(&p)
+        ff.av_packet_free(&p)
     }
 
     /// Drops the payload so the packet can be reused.
-    func unref() { av_packet_unref(pointer) }
+    func unref() { ff.av_packet_unref(pointer) }
 
     var streamIndex: Int { Int(pointer.pointee.stream_index) }
     /// Decode timestamp in the stream's time base, nil when the demuxer does not know it.
@@ -40,7 +40,7 @@ final class Frame {
     let pointer: UnsafeMutablePointer<AVFrame>
 
     init() throws {
-        guard let f = av_frame_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_frame_alloc") }
+        guard let f = ff.av_frame_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_frame_alloc") }
         pointer = f
     }
 
@@ -51,21 +51,21 @@ final class Frame {
         pointer.pointee.width = Int32(width)
         pointer.pointee.height = Int32(height)
         pointer.pointee.format = format.rawValue
-        try FFmpegError.check(av_frame_get_buffer(pointer, 0), "av_frame_get_buffer")
+        try FFmpegError.check(ff.av_frame_get_buffer(pointer, 0), "av_frame_get_buffer")
     }
 
     deinit {
         var f: UnsafeMutablePointer<AVFrame>? = pointer
-        av_frame_free(&f)
+        ff.av_frame_free(&f)
     }
 
-    func unref() { av_frame_unref(pointer) }
+    func unref() { ff.av_frame_unref(pointer) }
 
     /// Paints the whole picture black in its pixel format and color range.
     /// The corresponding FFmpeg function is `av_image_fill_black`.
     func fillBlack() throws {
         var data = planes
-        try FFmpegError.check(av_image_fill_black(&data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
+        try FFmpegError.check(ff.av_image_fill_black(&data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
                                                   pointer.pointee.width, pointer.pointee.height), "av_image_fill_black")
     }
 
@@ -85,8 +85,8 @@ final class Frame {
 
     /// Makes this frame another reference to `other`'s picture (dropping what it held).
     func reference(_ other: Frame) throws {
-        av_frame_unref(pointer)
-        try FFmpegError.check(av_frame_ref(pointer, other.pointer), "av_frame_ref")
+        ff.av_frame_unref(pointer)
+        try FFmpegError.check(ff.av_frame_ref(pointer, other.pointer), "av_frame_ref")
     }
 
     var width: Int { Int(pointer.pointee.width) }

@@ -10,14 +10,14 @@ final class Scaler {
     private var context: OpaquePointer?
     private var key: [Int32] = []
 
-    deinit { sws_freeContext(context) }
+    deinit { ff.sws_freeContext(context) }
 
     /// The corresponding FFmpeg function is `sws_getContext`.
     private func context(from src: (Int, Int, AVPixelFormat), to dst: (Int, Int, AVPixelFormat)) throws -> OpaquePointer {
         let wanted = [Int32(src.0), Int32(src.1), src.2.rawValue, Int32(dst.0), Int32(dst.1), dst.2.rawValue]
         if context == nil || key != wanted {
-            sws_freeContext(context)
-            context = sws_getContext(Int32(src.0), Int32(src.1), src.2, Int32(dst.0), Int32(dst.1), dst.2,
+            ff.sws_freeContext(context)
+            context = ff.sws_getContext(Int32(src.0), Int32(src.1), src.2, Int32(dst.0), Int32(dst.1), dst.2,
                                      Int32(SWS_BICUBIC), nil, nil, nil)
             key = wanted
         }
@@ -34,7 +34,7 @@ final class Scaler {
             let dst: [UnsafeMutablePointer<UInt8>?] = [out.baseAddress, nil, nil, nil]
             let dstStride: [Int32] = [Int32(width * 3), 0, 0, 0]
             let src = frame.planes.map { UnsafePointer($0) }
-            return sws_scale(sws, src, frame.lineSizes, 0, Int32(frame.height), dst, dstStride)
+            return ff.sws_scale(sws, src, frame.lineSizes, 0, Int32(frame.height), dst, dstStride)
         }
         guard rows > 0 else { throw FFmpegError(code: rows < 0 ? rows : mp_averror(EINVAL), function: "sws_scale") }
         return image
@@ -45,7 +45,7 @@ final class Scaler {
     /// The corresponding FFmpeg function is `sws_scale`.
     func draw(_ image: RGBImage, into frame: Frame, x: Int, y: Int, width: Int, height: Int) throws {
         guard x >= 0, y >= 0, width > 0, height > 0, x + width <= frame.width, y + height <= frame.height,
-              let desc = av_pix_fmt_desc_get(frame.pixelFormat) else {
+              let desc = ff.av_pix_fmt_desc_get(frame.pixelFormat) else {
             throw FFmpegError(code: mp_averror(EINVAL), function: "sws_scale")
         }
         let sws = try context(from: (image.width, image.height, AV_PIX_FMT_RGB24), to: (width, height, frame.pixelFormat))
@@ -64,7 +64,7 @@ final class Scaler {
         let rows = image.pixels.withUnsafeBufferPointer { src -> Int32 in
             let srcData: [UnsafePointer<UInt8>?] = [src.baseAddress, nil, nil, nil]
             let srcStride: [Int32] = [Int32(image.width * 3), 0, 0, 0]
-            return sws_scale(sws, srcData, srcStride, 0, Int32(image.height), dst, strides)
+            return ff.sws_scale(sws, srcData, srcStride, 0, Int32(image.height), dst, strides)
         }
         guard rows > 0 else { throw FFmpegError(code: rows < 0 ? rows : mp_averror(EINVAL), function: "sws_scale") }
     }

@@ -37,6 +37,9 @@ public final class Service: Sendable {
             throw ServiceError.configuration("the service connects to origins directly, to check each one's address "
                                              + "against the origin guard; it cannot use a proxy")
         }
+        // Every job demuxes: without FFmpeg's libraries the service would only fail each request, and
+        // loading them now spares the first probe the ~25 ms it takes.
+        try FFmpegLibraries.require()
         guardian = try OriginGuard(allowHosts: config.allowHosts)
         token = try config.token.map(AccessToken.init)
         cache = try ByteCache(directory: config.cacheDirectory, maxBytes: config.maxCacheBytes,

@@ -65,6 +65,8 @@ struct APIError: Error {
                 : APIError(status: 422, code: "not_media", message: e.description)
         case let e as FFmpegError:
             self = APIError(status: 422, code: "not_media", message: e.description)
+        case let e as FFmpegUnavailable:
+            self = APIError(status: 500, code: "ffmpeg_unavailable", message: e.description)
         case is CacheError, is SQLiteError, is OutputError:
             self = APIError(status: 500, code: "storage_error", message: "\(error)")
         default:
