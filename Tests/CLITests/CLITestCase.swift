@@ -10,6 +10,13 @@ class CLITestCase: XCTestCase {
         dir = try TempDirectory()
     }
 
+    /// XCTest keeps every test case object until the run ends: the folder (up to hundreds of MB of
+    /// media and cache) is removed now, not never.
+    override func tearDown() {
+        dir = nil
+        super.tearDown()
+    }
+
     var cacheDir: String { dir.file("cache") }
 
     /// The project's `Samples/` folder, and a file in it.

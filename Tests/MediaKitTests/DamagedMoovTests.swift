@@ -19,7 +19,10 @@ final class DamagedMoovTests: XCTestCase {
         nginx = try NginxServer(root: media.path)
     }
 
-    override func tearDown() { nginx.stop() }
+    override func tearDown() {
+        nginx.stop()
+        (media, cache) = (nil, nil) // XCTest keeps every test case object: free the folders now
+    }
 
     /// Top-level boxes of `bytes` as (type, offset, size); 32-bit sizes, as the samples have.
     func boxes(_ bytes: [UInt8]) -> [(type: String, offset: Int, size: Int)] {

@@ -20,7 +20,10 @@ final class PrefetchTests: XCTestCase {
         nginx = try NginxServer(root: media.path)
     }
 
-    override func tearDown() { nginx.stop() }
+    override func tearDown() {
+        nginx.stop()
+        cache = nil // XCTest keeps every test case object: free the folder now
+    }
 
     func online() throws -> MediaSession { try MediaFixtures.session(cacheDir: cache.path) }
     func offline() throws -> MediaSession { try MediaFixtures.session(cacheDir: cache.path, offline: true) }

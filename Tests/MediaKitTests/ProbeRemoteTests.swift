@@ -16,7 +16,10 @@ final class ProbeRemoteTests: XCTestCase {
         nginx = try NginxServer(root: MediaFixtures.samples)
     }
 
-    override func tearDown() { nginx.stop() }
+    override func tearDown() {
+        nginx.stop()
+        dir = nil // XCTest keeps every test case object: free the folder now
+    }
 
     func probe(_ name: String, prober: Prober = Prober()) throws -> ProbeResult {
         try prober.probe(nginx.url("/\(name)"), session: try MediaFixtures.session(cacheDir: dir.file("cache")))

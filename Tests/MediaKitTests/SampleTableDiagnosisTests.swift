@@ -22,6 +22,7 @@ final class SampleTableDiagnosisTests: XCTestCase {
     let session = { () -> MediaSession? in try? MediaFixtures.session(cacheDir: nil) }()
 
     override func setUpWithError() throws { dir = try TempDirectory() }
+    override func tearDown() { dir = nil } // XCTest keeps every test case object: free the folder now
 
     static func sample() throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: MediaFixtures.samples + "/faststart.mp4")))

@@ -18,7 +18,10 @@ final class ThumbnailTests: XCTestCase {
         nginx = try NginxServer(root: media.path)
     }
 
-    override func tearDown() { nginx.stop() }
+    override func tearDown() {
+        nginx.stop()
+        (media, cache) = (nil, nil) // XCTest keeps every test case object: free the folders now
+    }
 
     func make(_ path: String, _ configure: (inout ThumbnailOptions) -> Void = { _ in }) throws -> ThumbnailSet {
         var thumbnailer = Thumbnailer()

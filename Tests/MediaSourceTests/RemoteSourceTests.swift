@@ -21,6 +21,7 @@ final class RemoteSourceTests: XCTestCase {
 
     override func tearDown() {
         nginx.stop()
+        dir = nil // XCTest keeps every test case object: free the folder now
     }
 
     func session(offline: Bool = false, cache: Bool = true, maxBytes: Int64 = ByteCache.defaultMaxBytes) throws -> MediaSession {
