@@ -18,8 +18,26 @@ public struct MP4Layout: Sendable, Equatable {
     public var moov: BoxHeader?
     /// `mvex` inside the moov, or top-level `moof`/`sidx`/`mfra` boxes.
     public var fragmented = false
+    /// The moov has an `mvex`: samples follow in movie fragments (`moof` boxes), which the moov
+    /// does not index.
+    public var movieExtends = false
     /// A box claims bytes past the end of the file, or a header is malformed.
     public var damaged: String?
+
+    /// Fragments a file must have, by the first one's size, before a probe reads its timeline from
+    /// the index and the last fragment instead of letting libavformat read every one: below it,
+    /// reading them all costs a few requests and gives libavformat's durations exactly.
+    public static let fragmentsWorthSkipping: Int64 = 32
+
+    /// A fragmented file whose moov indexes no samples and which has no `sidx` in its first bytes
+    /// (libavformat reads a `sidx` and stops), with many fragments: reading each `moof` would
+    /// cost a request each.
+    public func fragmentsWorthSkipping(fileSize: Int64?) -> Bool {
+        guard movieExtends, !boxes.contains(where: { $0.type == "sidx" }), let fileSize,
+              let moof = boxes.first(where: { $0.type == "moof" }) else { return false }
+        let fragment = moof.size + (boxes.first { $0.offset == moof.end && $0.type == "mdat" }?.size ?? 0)
+        return fileSize / max(fragment, 1) >= MP4Layout.fragmentsWorthSkipping
+    }
 
     /// `front` when the moov precedes the media data (faststart), `end` when a player must seek for it.
     public var moovPosition: MoovPosition? {
@@ -86,7 +104,10 @@ public struct BoxWalker: Sendable {
             if stated.type == "moov" {
                 box = try fetchMoov(stated, from: source, fileSize: size, layout: &layout)
                 layout.moov = box
-                if try containsChild("mvex", of: box, in: source) { layout.fragmented = true }
+                if try containsChild("mvex", of: box, in: source) {
+                    layout.fragmented = true
+                    layout.movieExtends = true
+                }
             } else {
                 box = BoxWalker.clipped(stated, fileSize: size, layout: &layout)
                 if ["moof", "sidx", "mfra"].contains(box.type) { layout.fragmented = true }

@@ -18,6 +18,19 @@ extension FormatContext {
             fetch: SourceCounters(), seconds: 0)
     }
 
+    /// The container's ID of stream `index`: an MP4's track ID.
+    func containerID(stream index: Int) -> Int32? { stream(index)?.pointee.id }
+
+    /// The codec profile; for AAC, when no frame was decoded (the probe of a fragmented file reads
+    /// none), its audio object type from the first five bits of the AudioSpecificConfig, which
+    /// libavcodec numbers one lower as its profile.
+    static func profile(_ par: AVCodecParameters) -> Int32 {
+        guard par.profile == FF_PROFILE_UNKNOWN, par.codec_id == AV_CODEC_ID_AAC, par.extradata_size >= 1,
+              let config = par.extradata else { return par.profile }
+        let objectType = Int32(config[0] >> 3)
+        return (1..<31).contains(objectType) ? objectType - 1 : par.profile
+    }
+
     private func track(_ st: UnsafeMutablePointer<AVStream>) -> TrackInfo {
         let s = st.pointee
         let par = s.codecpar.pointee
@@ -26,7 +39,7 @@ extension FormatContext {
             index: Int(s.index), kind: TrackInfo.Kind(par.codec_type),
             codec: FormatContext.codecName(par.codec_id),
             codecLongName: ff.avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
-            profile: ff.avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
+            profile: ff.avcodec_profile_name(par.codec_id, FormatContext.profile(par)).map { String(cString: $0) },
             bitRate: par.bit_rate > 0 ? par.bit_rate : nil,
             duration: s.duration == mp_av_nopts_value() || s.duration < 0 ? nil : Double(s.duration) * timeBase,
             frames: s.nb_frames > 0 ? s.nb_frames : nil,

@@ -13,7 +13,11 @@ public final class FormatContext {
     /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
-    public init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
+    /// With `firstFragmentOnly`, for a fragmented MP4, libavformat's mov demuxer stops reading
+    /// top-level boxes at the first media data instead of reading every `moof`
+    /// (`AVFMT_FLAG_IGNIDX`), and the stream info comes from the first video key frame alone.
+    public init(source: any MediaSource, findStreamInfo: Bool = true, firstFragmentOnly: Bool = false,
+                cancellation: Cancellation? = nil) throws {
         try FFmpegLibraries.require()
         FFmpegLog.quietByDefault()
         FFmpegMemory.capOnce()
@@ -23,6 +27,7 @@ public final class FormatContext {
         }
         context.pointee.pb = bridge.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        if firstFragmentOnly { context.pointee.flags |= AVFMT_FLAG_IGNIDX }
         context.pointee.interrupt_callback = AVIOInterruptCB(callback: avioInterrupt,
                                                              opaque: Unmanaged.passUnretained(bridge).toOpaque())
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
@@ -38,7 +43,9 @@ public final class FormatContext {
             throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)
         }
         if findStreamInfo {
+            let set = firstFragmentOnly ? FormatContext.limitStreamInfoToTheFirstKeyFrame(opened) : []
             let rc = ff.avformat_find_stream_info(opened, nil)
+            for stream in set { stream.pointee.discard = AVDISCARD_DEFAULT }
             if rc < 0 {
                 // Closed here, before `pointer` is set: a throwing init must not leave it to deinit too.
                 var context: UnsafeMutablePointer<AVFormatContext>? = opened
@@ -47,6 +54,21 @@ public final class FormatContext {
             }
         }
         pointer = opened
+    }
+
+    /// A fragment holds each track's samples in one run, video first: reading the first audio
+    /// packet means reading past the fragment's whole video (half a megabyte for two seconds of
+    /// 720p), and libavformat's frame-rate estimate reads a second of it. The key frame alone gives
+    /// the video's pixel format; the other tracks keep what the header states (their timing comes
+    /// from `FragmentTimeline`). Returns the streams set aside, to be read again afterwards.
+    private static func limitStreamInfoToTheFirstKeyFrame(_ context: UnsafeMutablePointer<AVFormatContext>)
+        -> [UnsafeMutablePointer<AVStream>] {
+        let streams = (0..<Int(context.pointee.nb_streams)).compactMap { context.pointee.streams[$0] }
+        let others = streams.filter { $0.pointee.codecpar.pointee.codec_type != AVMEDIA_TYPE_VIDEO }
+        guard others.count < streams.count else { return [] } // no video: the samples start the media data
+        for stream in others { stream.pointee.discard = AVDISCARD_ALL }
+        context.pointee.probesize = 32 << 10
+        return others
     }
 
     deinit {

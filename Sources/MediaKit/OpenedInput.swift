@@ -9,8 +9,15 @@ struct OpenedInput {
     let context: FormatContext
     /// The source's counters before this job touched it, to report what the job cost.
     let before: SourceCounters
+    /// Where the tracks of a fragmented MP4 end, when they were read from its index and last
+    /// fragment instead of libavformat reading every fragment (which then read only the first).
+    let fragmentTimeline: FragmentTimeline?
 
-    init(_ input: String, session: MediaSession, findStreamInfo: Bool, walker: BoxWalker = BoxWalker()) throws {
+    /// Without `everyFragment`, a fragmented MP4 worth it (`MP4Layout.fragmentsWorthSkipping`) has
+    /// its timeline read by `FragmentTimeline` and libavformat reads only its first fragment: for a
+    /// probe. Seeking jobs need every fragment, and so does a file whose last fragment cannot be read.
+    init(_ input: String, session: MediaSession, findStreamInfo: Bool, everyFragment: Bool = true,
+         walker: BoxWalker = BoxWalker()) throws {
         FFmpegLibraries.loadInBackground()
         source = try session.open(input)
         before = source.counters
@@ -20,8 +27,14 @@ struct OpenedInput {
         if layout == nil, let kind = try StreamingManifest.kind(of: source) {
             throw MediaError.streamingManifest(input: source.input, kind: kind)
         }
+        if !everyFragment, let layout, layout.fragmentsWorthSkipping(fileSize: try source.size()) {
+            fragmentTimeline = try FragmentTimeline.read(layout: layout, source: source)
+        } else {
+            fragmentTimeline = nil
+        }
         do {
-            context = try FormatContext(source: source, findStreamInfo: findStreamInfo, cancellation: session.cancellation)
+            context = try FormatContext(source: source, findStreamInfo: findStreamInfo,
+                                        firstFragmentOnly: fragmentTimeline != nil, cancellation: session.cancellation)
         } catch let error as FFmpegError {
             throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
         }

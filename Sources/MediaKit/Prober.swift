@@ -20,15 +20,37 @@ public struct Prober: Sendable {
 
     private func probeOnce(_ input: String, session: MediaSession) throws -> ProbeResult {
         let started = Date()
-        let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, walker: walker)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, everyFragment: false, walker: walker)
         var result = opened.context.describe(input: opened.source.input)
         result.size = try opened.source.size()
         result.layout = opened.layout
         result.warnings = opened.warnings
+        if let timeline = opened.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
         result.fetch = opened.cost
         result.floorBytes = opened.context.bytesRead.byteCount
         result.seconds = Date().timeIntervalSince(started)
         return result
+    }
+
+    /// Durations of a fragmented MP4 from its last fragment: libavformat read only the first, so its
+    /// durations are that fragment's and its rates that fragment's averages. As libavformat does
+    /// for fragments, a track's duration is where its last sample ends, counted from zero, and the
+    /// file's is the longest track's. The frame rate is the last fragment's (no other read needed);
+    /// the tracks' bit rates would need every fragment and are left out.
+    private static func apply(_ timeline: FragmentTimeline, to result: inout ProbeResult, context: FormatContext) {
+        for i in result.tracks.indices {
+            result.tracks[i].bitRate = nil
+            result.tracks[i].duration = nil
+            guard let id = context.containerID(stream: result.tracks[i].index),
+                  let track = timeline.tracks.first(where: { Int64($0.id) == Int64(id) }) else { continue }
+            result.tracks[i].duration = track.seconds
+            if result.tracks[i].kind == .video, let rate = track.lastRate { result.tracks[i].frameRate = rate }
+        }
+        result.duration = result.tracks.compactMap(\.duration).max()
+        result.bitRate = nil
+        if let duration = result.duration, duration > 0, let size = result.size {
+            result.bitRate = Int64((Double(size) * 8 / duration).rounded(.down))
+        }
     }
 
     /// Every field `ffprobe -show_format -show_streams` reports, read the way `probe` reads

@@ -1,0 +1,268 @@
+import MediaSource
+
+/// Where the tracks of a fragmented MP4 end, read from the file's index and its last fragment
+/// instead of from every `moof`. Given a seekable input, libavformat reads every `moof` before it
+/// reports a duration (300 requests for ten minutes cut every two seconds); told to ignore the
+/// index (`AVFMT_FLAG_IGNIDX`), it reads only the first fragment and reports that one's length.
+///
+/// The last `moof` is found through the `mfra` box (its size is in the `mfro` box that ends the
+/// file) or, in a file without one, in a bounded read of the file's tail, where a candidate counts
+/// only if the top-level boxes from it lead exactly to the end of the file. Its track fragments
+/// give each track's end: `tfdt` (the decode time of the fragment's first sample) plus the
+/// durations its `trun` boxes list, or their defaults from `tfhd` or the moov's `trex`.
+///
+/// Requests: the last 64 KiB (the `mfro`, and the `mfra` of a few thousand fragments), then the
+/// last `moof` if that read did not hold it; without `mfra`, the tail of the file up to twice the
+/// first fragment's size instead. Every size read from the file is checked against the file.
+struct FragmentTimeline: Sendable, Equatable {
+    struct Track: Sendable, Equatable {
+        let id: UInt32
+        let timescale: UInt32
+        /// The end of the track's last sample, as decode time in `timescale` units.
+        let end: Int64
+        /// The samples of the last fragment and their total duration: the frame rate at the end.
+        let lastSamples: Int64
+        let lastDuration: Int64
+        var seconds: Double { Double(end) / Double(timescale) }
+        var lastRate: Double? {
+            lastSamples > 1 && lastDuration > 0 ? Double(lastSamples) * Double(timescale) / Double(lastDuration) : nil
+        }
+    }
+
+    /// What the track fragments of one `moof` say of one track.
+    private struct Run {
+        var end: Int64
+        var samples: Int64
+        var duration: Int64
+    }
+
+    enum Index: String, Sendable {
+        case mfra
+        case tail = "the end of the file"
+    }
+
+    let tracks: [Track]
+    let foundThrough: Index
+
+    static let tailRead: Int64 = 64 << 10
+    static let minimumScan: Int64 = 256 << 10
+    static let maximumScan: Int64 = 16 << 20
+    static let maximumBox: Int64 = 16 << 20
+
+    /// Nil when the moov does not describe fragments, or when the last fragment cannot be found or
+    /// read (no `tfdt`, a damaged `mfra` and a tail without a verifiable `moof`).
+    static func read(layout: MP4Layout, source: any MediaSource) throws -> FragmentTimeline? {
+        guard let moov = layout.moov, let size = try source.size(), size > moov.end else { return nil }
+        var reader = LocalBoxReader(source: source)
+        let defaults = TrackDefaults.read(moov: moov, reader: &reader)
+        guard !defaults.isEmpty else { return nil }
+        let firstMoof = layout.boxes.first { $0.type == "moof" }
+
+        try source.prefetch(max(moov.end, size - tailRead)..<size)
+        var foundThrough = Index.mfra
+        var lastMoof = try lastMoofFromMfra(size: size, source: source, reader: &reader)
+        if lastMoof == nil {
+            foundThrough = .tail
+            let fragment = firstMoof.map { moof in (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size } ?? 0
+            // Twice the first fragment, then (fragments that grow) the most a probe reads of a tail.
+            var scan: Int64 = 0
+            for wanted in [max(minimumScan, 2 * fragment + tailRead), maximumScan] where lastMoof == nil && wanted > scan {
+                scan = min(size - moov.end, wanted)
+                try source.prefetch(size - scan..<size)
+                lastMoof = try lastMoofInTail(from: size - scan, size: size, source: source)
+                if scan == size - moov.end { break }
+            }
+        }
+        guard let lastMoof else { return nil }
+        guard let ends = try ends(ofMoofAt: lastMoof, size: size, guess: 2 * (firstMoof?.size ?? 0),
+                                  defaults: defaults, source: source, reader: &reader) else { return nil }
+        let tracks = ends.compactMap { id, run in
+            defaults[id].map { Track(id: id, timescale: $0.timescale, end: run.end, lastSamples: run.samples, lastDuration: run.duration) }
+        }
+        guard !tracks.isEmpty else { return nil }
+        return FragmentTimeline(tracks: tracks.sorted { $0.id < $1.id }, foundThrough: foundThrough)
+    }
+
+    /// The offset of the last `moof` the `mfra` lists; nil when the file has no usable `mfra`.
+    private static func lastMoofFromMfra(size: Int64, source: any MediaSource, reader: inout LocalBoxReader) throws -> Int64? {
+        guard size >= 16, let tail = reader.bytes(at: size - 16, count: 16) else { return nil }
+        var mfro = FieldReader(tail)
+        guard mfro.u32() == 16, mfro.uint(4) == 0x6D66_726F /* mfro */, mfro.skip(4), let mfraSize = mfro.u32().map(Int64.init),
+              mfraSize > 16, mfraSize <= min(size, maximumBox) else { return nil }
+        let start = size - mfraSize
+        if !source.isLocal(start..<size) { try source.prefetch(start..<size) }
+        guard let mfra = try StatedBox.readIfWellFormed(from: source, at: start), mfra.type == "mfra",
+              mfra.size == mfraSize else { return nil }
+        var last: Int64?
+        for (box, body) in reader.children(of: start + Int64(mfra.headerSize)..<size) where box.type == "tfra" {
+            guard let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
+            var fields = FieldReader(bytes)
+            guard let (version, _) = fields.versionAndFlags(), fields.skip(4), let lengths = fields.u32(),
+                  let count = fields.u32() else { continue }
+            let timeAndOffset = version == 1 ? 8 : 4
+            let numbers = Int((lengths >> 4) & 3) + Int((lengths >> 2) & 3) + Int(lengths & 3) + 3
+            guard Int64(count) * Int64(2 * timeAndOffset + numbers) <= Int64(fields.remaining) else { continue }
+            for _ in 0..<count {
+                guard fields.skip(timeAndOffset), let offset = fields.uint(timeAndOffset), fields.skip(numbers) else { break }
+                if offset < UInt64(size) { last = max(last ?? 0, Int64(offset)) }
+            }
+        }
+        return last
+    }
+
+    /// The last `moof` in `from..<size`: the last one on a chain of whole top-level boxes that
+    /// starts at a `moof` (with its `mfhd` first) and ends exactly at the end of the file. Bytes of
+    /// media data that happen to read "moof" do not start such a chain; a real `moof` that is not
+    /// the last one leads to the last one.
+    private static func lastMoofInTail(from start: Int64, size: Int64, source: any MediaSource) throws -> Int64? {
+        let bytes = try source.bytes(at: start, count: Int(size - start))
+        let moof = Array("moof".utf8), mfhd = Array("mfhd".utf8)
+        var p = bytes.count - 16
+        while p >= 0 {
+            if bytes[p + 4..<p + 8].elementsEqual(moof), bytes[p + 12..<p + 16].elementsEqual(mfhd),
+               let last = try lastMoofOfChain(from: start + Int64(p), size: size, source: source) {
+                return last
+            }
+            p -= 1
+        }
+        return nil
+    }
+
+    private static func lastMoofOfChain(from offset: Int64, size: Int64, source: any MediaSource) throws -> Int64? {
+        var offset = offset
+        var last: Int64?
+        for _ in 0..<BoxWalker.maxBoxes {
+            if offset == size { return last }
+            guard source.isLocal(offset..<min(size, offset + 16)),
+                  let box = try StatedBox.readIfWellFormed(from: source, at: offset),
+                  BoxWalker.topLevelTypes.contains(box.type) else { return nil }
+            if box.type == "moof" { last = offset }
+            guard let boxSize = box.size else { return last } // size 0: to the end of the file
+            guard boxSize <= size - offset else { return nil }
+            offset += boxSize
+        }
+        return nil
+    }
+
+    /// The end of each track fragment of the `moof` at `offset`, by track ID; nil when the box is
+    /// not a readable `moof` or a fragment lacks its decode time.
+    private static func ends(ofMoofAt offset: Int64, size: Int64, guess: Int64, defaults: [UInt32: TrackDefaults],
+                             source: any MediaSource, reader: inout LocalBoxReader) throws -> [UInt32: Run]? {
+        if !source.isLocal(offset..<min(size, offset + 16)) {
+            try source.prefetch(offset..<min(size, offset + max(16 << 10, guess)))
+        }
+        guard let moof = try StatedBox.readIfWellFormed(from: source, at: offset), moof.type == "moof",
+              let moofSize = moof.size, moofSize <= min(size - offset, maximumBox) else { return nil }
+        if !source.isLocal(offset..<offset + moofSize) { try source.prefetch(offset..<offset + moofSize) }
+        var ends: [UInt32: Run] = [:]
+        for (traf, body) in reader.children(of: offset + Int64(moof.headerSize)..<offset + moofSize) where traf.type == "traf" {
+            guard let (id, run) = fragmentEnd(body, defaults: defaults, reader: &reader) else { return nil }
+            let before = ends[id] ?? Run(end: run.end, samples: 0, duration: 0)
+            guard let duration = add(before.duration, 1, times: run.duration) else { return nil }
+            ends[id] = Run(end: max(before.end, run.end), samples: before.samples + run.samples, duration: duration)
+        }
+        return ends.isEmpty ? nil : ends
+    }
+
+    /// Track ID, end time and samples of one `traf`.
+    private static func fragmentEnd(_ traf: Range<Int64>, defaults: [UInt32: TrackDefaults],
+                                    reader: inout LocalBoxReader) -> (UInt32, Run)? {
+        var id: UInt32?
+        var defaultDuration: UInt32?
+        var start: Int64?
+        var total: Int64 = 0
+        var samples: Int64 = 0
+        for (box, body) in reader.children(of: traf) {
+            guard ["tfhd", "tfdt", "trun"].contains(box.type),
+                  let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
+            var fields = FieldReader(bytes)
+            guard let (version, flags) = fields.versionAndFlags() else { return nil }
+            switch box.type {
+            case "tfhd":
+                guard let track = fields.u32() else { return nil }
+                id = track
+                defaultDuration = defaults[track]?.sampleDuration
+                if flags & 0x01 != 0 { guard fields.skip(8) else { return nil } } // base data offset
+                if flags & 0x02 != 0 { guard fields.skip(4) else { return nil } } // sample description
+                if flags & 0x08 != 0 { defaultDuration = fields.u32() }
+            case "tfdt":
+                guard let time = fields.uint(version == 1 ? 8 : 4), time <= UInt64(Int64.max / 2) else { return nil }
+                start = Int64(time)
+            default: // trun
+                guard let count = fields.u32() else { return nil }
+                samples += Int64(count)
+                if flags & 0x01 != 0 { guard fields.skip(4) else { return nil } } // data offset
+                if flags & 0x04 != 0 { guard fields.skip(4) else { return nil } } // first sample's flags
+                guard flags & 0x100 != 0 else {
+                    // Without durations listed, nothing bounds the count by the box's size.
+                    guard let defaultDuration, let sum = add(total, Int64(count), times: Int64(defaultDuration)) else { return nil }
+                    total = sum
+                    continue
+                }
+                let others = [0x200, 0x400, 0x800].filter { flags & $0 != 0 }.count * 4
+                guard Int64(count) * Int64(4 + others) <= Int64(fields.remaining) else { return nil }
+                for _ in 0..<count {
+                    guard let duration = fields.u32(), fields.skip(others), let sum = add(total, 1, times: Int64(duration)) else { return nil }
+                    total = sum
+                }
+            }
+        }
+        guard let id, let start, let end = add(start, 1, times: total) else { return nil }
+        return (id, Run(end: end, samples: samples, duration: total))
+    }
+
+    /// `base + count × each`, nil when a hostile file makes it overflow.
+    private static func add(_ base: Int64, _ count: Int64, times each: Int64) -> Int64? {
+        let (product, overflow) = count.multipliedReportingOverflow(by: each)
+        let (sum, overflowed) = base.addingReportingOverflow(product)
+        return overflow || overflowed ? nil : sum
+    }
+}
+
+/// What the moov says of each track that fragments rely on: its timescale and the default sample
+/// duration of its `trex`.
+struct TrackDefaults: Sendable, Equatable {
+    var timescale: UInt32
+    var sampleDuration: UInt32?
+
+    /// By track ID; tracks without a readable `tkhd` and `mdhd` are left out.
+    static func read(moov: BoxHeader, reader: inout LocalBoxReader) -> [UInt32: TrackDefaults] {
+        var tracks: [UInt32: TrackDefaults] = [:]
+        var durations: [UInt32: UInt32] = [:]
+        for (box, body) in reader.children(of: moov.offset + Int64(moov.headerSize)..<moov.end) {
+            if box.type == "trak", let (id, timescale) = idAndTimescale(trak: body, reader: &reader) {
+                tracks[id] = TrackDefaults(timescale: timescale)
+            } else if box.type == "mvex" {
+                for (trex, body) in reader.children(of: body) where trex.type == "trex" {
+                    guard let bytes = reader.bytes(at: body.lowerBound, count: min(body.count, 24)) else { continue }
+                    var fields = FieldReader(bytes)
+                    guard fields.skip(4), let id = fields.u32(), fields.skip(4), let duration = fields.u32() else { continue }
+                    durations[id] = duration
+                }
+            }
+        }
+        for (id, duration) in durations { tracks[id]?.sampleDuration = duration }
+        return tracks
+    }
+
+    private static func idAndTimescale(trak: Range<Int64>, reader: inout LocalBoxReader) -> (UInt32, UInt32)? {
+        var id: UInt32?
+        var timescale: UInt32?
+        for (box, body) in reader.children(of: trak) {
+            if box.type == "tkhd", let bytes = reader.bytes(at: body.lowerBound, count: min(body.count, 24)) {
+                var fields = FieldReader(bytes)
+                guard let (version, _) = fields.versionAndFlags(), fields.skip(version == 1 ? 16 : 8) else { continue }
+                id = fields.u32()
+            } else if box.type == "mdia" {
+                for (mdhd, body) in reader.children(of: body) where mdhd.type == "mdhd" {
+                    guard let bytes = reader.bytes(at: body.lowerBound, count: min(body.count, 24)) else { continue }
+                    var fields = FieldReader(bytes)
+                    guard let (version, _) = fields.versionAndFlags(), fields.skip(version == 1 ? 16 : 8) else { continue }
+                    timescale = fields.u32()
+                }
+            }
+        }
+        guard let id, let timescale, timescale > 0 else { return nil }
+        return (id, timescale)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// A long fragmented MP4 is probed from its index and its last fragment (`FragmentTimeline`), not
+/// by reading every `moof`, and still reports ffprobe's durations.
+final class FragmentedProbeTests: CLITestCase {
+    /// 40 s cut every half second (80 fragments): with `mfra` at the end, and the same without it.
+    private func makeFragmentedFiles() throws -> (www: String, names: [String]) {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let encode = try runProcess("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+            "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "ultrafast",
+            "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
+            "-movflags", "frag_keyframe+empty_moov", www + "/with-mfra.mp4"])
+        XCTAssertEqual(encode.status, 0, encode.stderr)
+        let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy",
+                                              "-movflags", "frag_keyframe+empty_moov+skip_trailer", www + "/without-mfra.mp4"])
+        XCTAssertEqual(remux.status, 0, remux.stderr)
+        return (www, ["with-mfra.mp4", "without-mfra.mp4"])
+    }
+
+    /// ffprobe's stream durations, then the file's.
+    private func ffprobeDurations(_ path: String) throws -> [Double] {
+        let result = try FFprobeOracle.run(["-v", "error", "-show_entries", "stream=duration:format=duration", "-of", "csv=p=0", path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return result.stdoutString.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    private func probeDurations(_ input: String) throws -> (tracks: [Double], file: Double, json: [String: Any]) {
+        let object = try json(try mprobe([input, "--json", "--cache-dir", cacheDir]))
+        let tracks = try XCTUnwrap(object["tracks"] as? [[String: Any]])
+        return (tracks.compactMap { $0["duration"] as? Double }, try XCTUnwrap(object["duration"] as? Double), object)
+    }
+
+    func testALongFragmentedFileIsProbedInThreeRequestsWithFFprobesDurations() throws {
+        let (www, names) = try makeFragmentedFiles()
+        let nginx = try NginxServer(root: www)
+        // With mfra: the head, the last 64 KiB (mfro, mfra), the last moof. Without: the head, the
+        // last 64 KiB, the tail up to twice the first fragment (at least 256 KiB).
+        for (name, byteLimit) in zip(names, [200_000, 450_000] as [Int64]) {
+            nginx.clearLog()
+            let probed = try probeDurations(nginx.url("/" + name))
+            let log = try nginx.accessLog()
+            XCTAssertLessThanOrEqual(log.count, 3, "\(name): \(log.map { $0.range ?? "-" })")
+            XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, byteLimit, name)
+            let expected = try ffprobeDurations(www + "/" + name)
+            XCTAssertEqual(expected.count, 3, "two streams and the file")
+            XCTAssertEqual(probed.tracks.count, 2, name)
+            for (mine, theirs) in zip(probed.tracks + [probed.file], expected) {
+                XCTAssertEqual(mine, theirs, accuracy: 0.0005, "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
+            }
+            let tracks = try XCTUnwrap(probed.json["tracks"] as? [[String: Any]])
+            XCTAssertEqual(tracks[0]["frame_rate"] as? Double ?? 0, 30, accuracy: 0.01, "the last fragment's rate")
+            XCTAssertEqual(tracks[1]["profile"] as? String, "LC", "the AAC profile from its configuration")
+            XCTAssertTrue(tracks.allSatisfy { $0["bit_rate"] is NSNull }, "per-track bit rates would need every fragment")
+        }
+    }
+
+    func testADamagedIndexFallsBackToTheTailAndFragmentsWithoutDecodeTimesToReadingThemAll() throws {
+        let (www, names) = try makeFragmentedFiles()
+        let expected = try ffprobeDurations(www + "/" + names[0])
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/" + names[0])))
+        // The mfro's size of the mfra now points nowhere: the tail is searched instead.
+        bytes.replaceSubrange(bytes.count - 4..<bytes.count, with: [0xFF, 0xFF, 0xFF, 0xF0])
+        _ = try writeFile("www/bad-index.mp4", bytes)
+        // And fragments without their decode time (tfdt), as older muxers wrote them: the end cannot
+        // be read from the last one, so libavformat reads them all, as before.
+        let tfdt = Array("tfdt".utf8)
+        var noTimes = bytes
+        for p in 0..<noTimes.count - 4 where noTimes[p..<p + 4].elementsEqual(tfdt) {
+            noTimes.replaceSubrange(p..<p + 4, with: Array("free".utf8))
+        }
+        _ = try writeFile("www/no-decode-times.mp4", noTimes)
+        let nginx = try NginxServer(root: www)
+        nginx.clearLog()
+        let viaTail = try probeDurations(nginx.url("/bad-index.mp4"))
+        XCTAssertLessThanOrEqual(try nginx.accessLog().count, 3)
+        for (mine, theirs) in zip(viaTail.tracks + [viaTail.file], expected) { XCTAssertEqual(mine, theirs, accuracy: 0.0005) }
+
+        nginx.clearLog()
+        let walked = try probeDurations(nginx.url("/no-decode-times.mp4"))
+        XCTAssertGreaterThan(try nginx.accessLog().count, 3, "every fragment read, as libavformat does")
+        XCTAssertEqual(walked.file, expected.last ?? 0, accuracy: 0.1, "still a duration, from libavformat")
+    }
+}
