@@ -13,6 +13,9 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
     case noMoov(input: String, detail: String)
     /// The selected tracks do not exist.
     case noTracks(detail: String)
+    /// The job needs to place times in the file, and the file gives nothing to place them by: no
+    /// index, no duration, no bit rate (a recording written as a stream, such as a browser's WebM).
+    case noTimeline(input: String, detail: String)
     /// The job was cancelled.
     case interrupted
 
@@ -25,6 +28,7 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
         case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
         case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"
         case .noTracks(let detail): return "no such tracks: \(detail)"
+        case .noTimeline(let input, let detail): return "\(input): \(detail)"
         case .interrupted: return "interrupted: the job was cancelled"
         }
     }

@@ -127,11 +127,13 @@ public struct PrefetchPlanner: Sendable {
     private func estimate(context: FormatContext, source: any MediaSource, start: Double,
                           seconds: Double) throws -> (Range<Int64>, String) {
         guard let size = try source.size() else {
-            throw MediaError.malformed(input: source.input, detail: "no index and no size to estimate a byte window from")
+            throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no known size here: "
+                                        + "nothing tells which bytes hold \(start) s, so no window can be prefetched")
         }
         let bitRate = context.bitRate ?? context.durationSeconds.map { Int64(Double(size * 8) / max($0, 0.001)) }
         guard let bitRate, bitRate > 0 else {
-            throw MediaError.malformed(input: source.input, detail: "no index and no bit rate to estimate a byte window from")
+            throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index, no duration and no bit "
+                                        + "rate here: nothing tells which bytes hold \(start) s, so no window can be prefetched")
         }
         let bytesPerSecond = Double(bitRate) / 8
         let lower = min(size, Int64(start * bytesPerSecond))

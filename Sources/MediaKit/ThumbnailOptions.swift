@@ -28,6 +28,12 @@ public struct ThumbnailOptions: Sendable {
     public init() {}
 
     /// The requested times for a video of `duration` seconds.
+    /// The times depend on the duration (`--count`, `--every`), not only on a list.
+    var spreadsOverTheDuration: Bool {
+        if case .at = times { return false }
+        return true
+    }
+
     func requestedTimes(duration: Double) -> [Double] {
         let limit = max(1, min(self.limit, ThumbnailOptions.maxCount))
         switch times {

@@ -62,6 +62,10 @@ public struct Thumbnailer: Sendable {
             do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
         let duration = context.durationSeconds ?? context.duration(stream: video)
+        if duration == nil, options.spreadsOverTheDuration {
+            throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
+                                        + "--count and --every have nothing to spread over; give times with --at")
+        }
         let keyframes = entries.filter(\.isKeyframe)
         let offset = context.startTime
         // For each requested time: the key frame at or before it (clamped to the last one).

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Layouts benchmark: what a cold probe, a 10 s prefetch at 300 s and 10 thumbnails cost for each
+# layout people serve, from the same 10-minute 720p H.264+AAC recording (Samples/make-large.sh),
+# remuxed without re-encoding (the MP3 is its audio, encoded): requests and bytes nginx sent, on
+# loopback, against ffprobe on the same origin; and the duration each reports.
+#   faststart / moov at end        plain MP4
+#   fragmented, mfra / no mfra     -movflags frag_keyframe+empty_moov (+skip_trailer): 300 fragments
+#   Matroska with Cues             ffmpeg's matroska muxer (SeekHead, Cues at the end)
+#   Matroska without Cues          written to a pipe, as a browser's MediaRecorder writes WebM
+#   MP3 VBR                        libmp3lame -q:a 4 (Xing header)
+#   MPEG-TS                        -f mpegts
+# Usage: bench/layouts.sh [JOBS="probe prefetch thumbs"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+bench_prepare
+JOBS=${1:-probe prefetch thumbs}
+LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
+Samples/make-large.sh "$LARGE" >&2
+SRC="$LARGE/long-moov-end.mp4"
+L="$LARGE/layouts"
+mkdir -p "$L"
+layout() { # NAME FFMPEG-ARGS..., unless made before
+    local name=$1; shift
+    [ -s "$L/$name" ] && return
+    ffmpeg -hide_banner -loglevel error -y -i "$SRC" "$@" "$L/$name.part"
+    mv -f "$L/$name.part" "$L/$name"
+}
+layout frag-mfra.mp4 -c copy -movflags frag_keyframe+empty_moov -f mp4
+layout frag-no-mfra.mp4 -c copy -movflags frag_keyframe+empty_moov+skip_trailer -f mp4
+layout cues.mkv -c copy -f matroska
+[ -s "$L/no-cues.mkv" ] || ffmpeg -hide_banner -loglevel error -i "$SRC" -c copy -f matroska - > "$L/no-cues.mkv"
+layout vbr.mp3 -vn -c:a libmp3lame -q:a 4 -f mp3
+layout stream.ts -c copy -f mpegts
+ln -sf ../long-faststart.mp4 "$L/faststart.mp4"
+ln -sf ../long-moov-end.mp4 "$L/moov-end.mp4"
+
+WORK=$(mktemp -d /tmp/mprobe-bench.XXXXXX)
+trap 'bench_stop_nginx; rm -rf "$WORK"' EXIT
+bench_start_nginx "$L" "$WORK/nginx"
+
+cost() { sleep 0.3; echo "$(bench_log_requests) $(bench_log_bytes)"; } # nginx logs once a response is sent
+mb() { python3 -c "print(f'{$1 / 1e6:.2f}')"; }
+
+FILES="faststart.mp4 moov-end.mp4 frag-mfra.mp4 frag-no-mfra.mp4 cues.mkv no-cues.mkv vbr.mp3 stream.ts"
+if [[ " $JOBS " == *" probe "* ]]; then
+    echo "## Cold probe"
+    echo
+    echo "| layout | MB | mprobe req | mprobe MB sent | ffprobe req | ffprobe MB sent | mprobe duration s | ffprobe duration s |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for f in $FILES; do
+        url="http://127.0.0.1:$NGINX_PORT/$f"
+        rm -rf "$WORK/cache"; : > "$NGINX_LOG"
+        d1=$("$M" probe "$url" --json --cache-dir "$WORK/cache" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("duration"))')
+        read -r r1 b1 < <(cost)
+        : > "$NGINX_LOG"
+        d2=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$url")
+        read -r r2 b2 < <(cost)
+        echo "| $f | $(mb "$(stat -L -c %s "$L/$f")") | $r1 | $(mb "$b1") | $r2 | $(mb "$b2") | $d1 | $d2 |"
+    done
+    echo
+fi
+if [[ " $JOBS " == *" prefetch "* ]]; then
+    echo "## Prefetch 10 s at 300 s (mprobe), against the bytes of the window's packets"
+    echo
+    echo "| layout | req | MB sent | window's packets MB (ffprobe) | what the planner said |"
+    echo "|---|---|---|---|---|"
+    for f in $FILES; do
+        url="http://127.0.0.1:$NGINX_PORT/$f"
+        rm -rf "$WORK/cache"; : > "$NGINX_LOG"
+        note=$("$M" prefetch "$url" --start 300 --seconds 10 --cache-dir "$WORK/cache" 2>&1 | grep -iE "estimat|index" | head -1 | tr '|' '/' || true)
+        read -r r1 b1 < <(cost)
+        packets=$(ffprobe -v error -read_intervals 300%310 -show_entries packet=size -of csv=p=0 "$L/$f" | awk -F, '{ s += $1 } END { print s + 0 }')
+        echo "| $f | $r1 | $(mb "$b1") | $(mb "$packets") | ${note:-from the sample index} |"
+    done
+    echo
+fi
+if [[ " $JOBS " == *" thumbs "* ]]; then
+    echo "## 10 thumbnails (mprobe)"
+    echo
+    echo "| layout | req | MB sent |"
+    echo "|---|---|---|"
+    for f in $FILES; do
+        [ "$f" = vbr.mp3 ] && continue
+        url="http://127.0.0.1:$NGINX_PORT/$f"
+        rm -rf "$WORK/cache" "$WORK/thumbs"; : > "$NGINX_LOG"
+        "$M" thumbs "$url" --count 10 --out "$WORK/thumbs" --cache-dir "$WORK/cache" > /dev/null 2>&1 || echo "  (thumbs failed for $f)" >&2
+        read -r r1 b1 < <(cost)
+        echo "| $f | $r1 | $(mb "$b1") |"
+    done
+fi
