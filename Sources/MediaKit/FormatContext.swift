@@ -10,13 +10,23 @@ public final class FormatContext {
     let pointer: UnsafeMutablePointer<AVFormatContext>
     private let bridge: AVIOBridge
 
+    /// How libavformat's mov demuxer reads the `moof` boxes of a fragmented MP4.
+    public enum Fragments: Sendable {
+        /// Every one, before the header counts as read (libavformat's way for a seekable input).
+        case every
+        /// Only the first (`AVFMT_FLAG_IGNIDX` stops the header at the first media data), and the
+        /// stream info from the first video key frame alone: for a probe.
+        case first
+        /// The first, and the others when a seek reaches them, found through the `mfra` index
+        /// (`use_mfra_for`, decode times): for jobs that seek one stream to chosen key frames, the
+        /// others discarded (streams are not each seeked to their own fragment).
+        case throughIndex
+    }
+
     /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
-    /// With `firstFragmentOnly`, for a fragmented MP4, libavformat's mov demuxer stops reading
-    /// top-level boxes at the first media data instead of reading every `moof`
-    /// (`AVFMT_FLAG_IGNIDX`), and the stream info comes from the first video key frame alone.
-    public init(source: any MediaSource, findStreamInfo: Bool = true, firstFragmentOnly: Bool = false,
+    public init(source: any MediaSource, findStreamInfo: Bool = true, fragments: Fragments = .every,
                 cancellation: Cancellation? = nil) throws {
         try FFmpegLibraries.require()
         FFmpegLog.quietByDefault()
@@ -27,7 +37,7 @@ public final class FormatContext {
         }
         context.pointee.pb = bridge.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
-        if firstFragmentOnly { context.pointee.flags |= AVFMT_FLAG_IGNIDX }
+        if fragments != .every { context.pointee.flags |= AVFMT_FLAG_IGNIDX }
         context.pointee.interrupt_callback = AVIOInterruptCB(callback: avioInterrupt,
                                                              opaque: Unmanaged.passUnretained(bridge).toOpaque())
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
@@ -35,6 +45,12 @@ public final class FormatContext {
         // only the first, before the header counts as read (other demuxers ignore the option).
         var options: OpaquePointer?
         _ = ff.av_dict_set(&options, "scan_all_pmts", "1", 0)
+        if fragments == .throughIndex {
+            _ = ff.av_dict_set(&options, "use_mfra_for", "dts", 0)
+            // Seeking every stream to its own fragment read another moof per seek (the audio's, found
+            // with the video's time) for jobs that decode one stream and discard the others.
+            _ = ff.av_dict_set(&options, "seek_streams_individually", "0", 0)
+        }
         defer { ff.av_dict_free(&options) }
         // The name only hints the format prober (by extension); bytes come from the bridge.
         let rc = ff.avformat_open_input(&opened, FormatContext.nameHint(source.input), nil, &options)
@@ -43,7 +59,7 @@ public final class FormatContext {
             throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)
         }
         if findStreamInfo {
-            let set = firstFragmentOnly ? FormatContext.limitStreamInfoToTheFirstKeyFrame(opened) : []
+            let set = fragments == .first ? FormatContext.limitStreamInfoToTheFirstKeyFrame(opened) : []
             let rc = ff.avformat_find_stream_info(opened, nil)
             for stream in set { stream.pointee.discard = AVDISCARD_DEFAULT }
             if rc < 0 {

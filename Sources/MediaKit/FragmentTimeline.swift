@@ -41,8 +41,22 @@ struct FragmentTimeline: Sendable, Equatable {
         case tail = "the end of the file"
     }
 
+    /// A sync sample the `mfra` lists: its decode time (track timescale), the offset of its `moof`,
+    /// and where it is in there (1-based numbers of its `traf`, `trun` and sample).
+    struct RandomAccessPoint: Sendable, Hashable {
+        let time: Int64
+        let moof: Int64
+        let traf: UInt32
+        let trun: UInt32
+        let sample: UInt32
+    }
+
     let tracks: [Track]
     let foundThrough: Index
+    /// By track ID, in file order; empty without an `mfra`.
+    let randomAccess: [UInt32: [RandomAccessPoint]]
+    /// What the moov says of each track.
+    let defaults: [UInt32: TrackDefaults]
 
     static let tailRead: Int64 = 64 << 10
     static let minimumScan: Int64 = 256 << 10
@@ -60,7 +74,8 @@ struct FragmentTimeline: Sendable, Equatable {
 
         try source.prefetch(max(moov.end, size - tailRead)..<size)
         var foundThrough = Index.mfra
-        var lastMoof = try lastMoofFromMfra(size: size, source: source, reader: &reader)
+        let randomAccess = try randomAccessPoints(size: size, source: source, reader: &reader)
+        var lastMoof = randomAccess.values.joined().map(\.moof).max()
         if lastMoof == nil {
             foundThrough = .tail
             let fragment = firstMoof.map { moof in (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size } ?? 0
@@ -80,34 +95,41 @@ struct FragmentTimeline: Sendable, Equatable {
             defaults[id].map { Track(id: id, timescale: $0.timescale, end: run.end, lastSamples: run.samples, lastDuration: run.duration) }
         }
         guard !tracks.isEmpty else { return nil }
-        return FragmentTimeline(tracks: tracks.sorted { $0.id < $1.id }, foundThrough: foundThrough)
+        return FragmentTimeline(tracks: tracks.sorted { $0.id < $1.id }, foundThrough: foundThrough,
+                                randomAccess: foundThrough == .mfra ? randomAccess : [:], defaults: defaults)
     }
 
-    /// The offset of the last `moof` the `mfra` lists; nil when the file has no usable `mfra`.
-    private static func lastMoofFromMfra(size: Int64, source: any MediaSource, reader: inout LocalBoxReader) throws -> Int64? {
-        guard size >= 16, let tail = reader.bytes(at: size - 16, count: 16) else { return nil }
+    /// The sync samples the `mfra` lists, by track; empty when the file has no usable `mfra`.
+    private static func randomAccessPoints(size: Int64, source: any MediaSource,
+                                           reader: inout LocalBoxReader) throws -> [UInt32: [RandomAccessPoint]] {
+        guard size >= 16, let tail = reader.bytes(at: size - 16, count: 16) else { return [:] }
         var mfro = FieldReader(tail)
         guard mfro.u32() == 16, mfro.uint(4) == 0x6D66_726F /* mfro */, mfro.skip(4), let mfraSize = mfro.u32().map(Int64.init),
-              mfraSize > 16, mfraSize <= min(size, maximumBox) else { return nil }
+              mfraSize > 16, mfraSize <= min(size, maximumBox) else { return [:] }
         let start = size - mfraSize
         if !source.isLocal(start..<size) { try source.prefetch(start..<size) }
         guard let mfra = try StatedBox.readIfWellFormed(from: source, at: start), mfra.type == "mfra",
-              mfra.size == mfraSize else { return nil }
-        var last: Int64?
+              mfra.size == mfraSize else { return [:] }
+        var points: [UInt32: [RandomAccessPoint]] = [:]
         for (box, body) in reader.children(of: start + Int64(mfra.headerSize)..<size) where box.type == "tfra" {
             guard let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
             var fields = FieldReader(bytes)
-            guard let (version, _) = fields.versionAndFlags(), fields.skip(4), let lengths = fields.u32(),
+            guard let (version, _) = fields.versionAndFlags(), let track = fields.u32(), let lengths = fields.u32(),
                   let count = fields.u32() else { continue }
-            let timeAndOffset = version == 1 ? 8 : 4
-            let numbers = Int((lengths >> 4) & 3) + Int((lengths >> 2) & 3) + Int(lengths & 3) + 3
-            guard Int64(count) * Int64(2 * timeAndOffset + numbers) <= Int64(fields.remaining) else { continue }
+            let wide = version == 1 ? 8 : 4
+            let (trafWidth, trunWidth, sampleWidth) = (Int((lengths >> 4) & 3) + 1, Int((lengths >> 2) & 3) + 1, Int(lengths & 3) + 1)
+            guard Int64(count) * Int64(2 * wide + trafWidth + trunWidth + sampleWidth) <= Int64(fields.remaining) else { continue }
+            var list: [RandomAccessPoint] = []
             for _ in 0..<count {
-                guard fields.skip(timeAndOffset), let offset = fields.uint(timeAndOffset), fields.skip(numbers) else { break }
-                if offset < UInt64(size) { last = max(last ?? 0, Int64(offset)) }
+                guard let time = fields.uint(wide), let offset = fields.uint(wide), let traf = fields.uint(trafWidth),
+                      let trun = fields.uint(trunWidth), let sample = fields.uint(sampleWidth) else { break }
+                guard offset < UInt64(size), time <= UInt64(Int64.max / 2) else { continue }
+                list.append(RandomAccessPoint(time: Int64(time), moof: Int64(offset), traf: UInt32(traf),
+                                              trun: UInt32(trun), sample: UInt32(sample)))
             }
+            points[track, default: []] += list
         }
-        return last
+        return points
     }
 
     /// The last `moof` in `from..<size`: the last one on a chain of whole top-level boxes that
@@ -220,15 +242,16 @@ struct FragmentTimeline: Sendable, Equatable {
 }
 
 /// What the moov says of each track that fragments rely on: its timescale and the default sample
-/// duration of its `trex`.
+/// duration and size of its `trex`.
 struct TrackDefaults: Sendable, Equatable {
     var timescale: UInt32
     var sampleDuration: UInt32?
+    var sampleSize: UInt32?
 
     /// By track ID; tracks without a readable `tkhd` and `mdhd` are left out.
     static func read(moov: BoxHeader, reader: inout LocalBoxReader) -> [UInt32: TrackDefaults] {
         var tracks: [UInt32: TrackDefaults] = [:]
-        var durations: [UInt32: UInt32] = [:]
+        var durations: [UInt32: (duration: UInt32, size: UInt32)] = [:]
         for (box, body) in reader.children(of: moov.offset + Int64(moov.headerSize)..<moov.end) {
             if box.type == "trak", let (id, timescale) = idAndTimescale(trak: body, reader: &reader) {
                 tracks[id] = TrackDefaults(timescale: timescale)
@@ -236,12 +259,16 @@ struct TrackDefaults: Sendable, Equatable {
                 for (trex, body) in reader.children(of: body) where trex.type == "trex" {
                     guard let bytes = reader.bytes(at: body.lowerBound, count: min(body.count, 24)) else { continue }
                     var fields = FieldReader(bytes)
-                    guard fields.skip(4), let id = fields.u32(), fields.skip(4), let duration = fields.u32() else { continue }
-                    durations[id] = duration
+                    guard fields.skip(4), let id = fields.u32(), fields.skip(4), let duration = fields.u32(),
+                          let size = fields.u32() else { continue }
+                    durations[id] = (duration, size)
                 }
             }
         }
-        for (id, duration) in durations { tracks[id]?.sampleDuration = duration }
+        for (id, trex) in durations {
+            tracks[id]?.sampleDuration = trex.duration
+            tracks[id]?.sampleSize = trex.size
+        }
         return tracks
     }
 

@@ -13,10 +13,12 @@ struct OpenedInput {
     /// fragment instead of libavformat reading every fragment (which then read only the first).
     let fragmentTimeline: FragmentTimeline?
 
-    /// Without `everyFragment`, a fragmented MP4 worth it (`MP4Layout.fragmentsWorthSkipping`) has
-    /// its timeline read by `FragmentTimeline` and libavformat reads only its first fragment: for a
-    /// probe. Seeking jobs need every fragment, and so does a file whose last fragment cannot be read.
-    init(_ input: String, session: MediaSession, findStreamInfo: Bool, everyFragment: Bool = true,
+    /// With `fragments` other than `.every`, a fragmented MP4 worth it
+    /// (`MP4Layout.fragmentsWorthSkipping`) has its timeline read by `FragmentTimeline`, and
+    /// libavformat reads only its first fragment (`.first`, for a probe) or the ones a seek reaches
+    /// through the `mfra` (`.throughIndex`, which needs one). A file whose timeline cannot be read
+    /// has every fragment read, as libavformat does by itself.
+    init(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
          walker: BoxWalker = BoxWalker()) throws {
         FFmpegLibraries.loadInBackground()
         source = try session.open(input)
@@ -27,14 +29,15 @@ struct OpenedInput {
         if layout == nil, let kind = try StreamingManifest.kind(of: source) {
             throw MediaError.streamingManifest(input: source.input, kind: kind)
         }
-        if !everyFragment, let layout, layout.fragmentsWorthSkipping(fileSize: try source.size()) {
-            fragmentTimeline = try FragmentTimeline.read(layout: layout, source: source)
-        } else {
-            fragmentTimeline = nil
+        var timeline: FragmentTimeline?
+        if fragments != .every, let layout, layout.fragmentsWorthSkipping(fileSize: try source.size()) {
+            timeline = try FragmentTimeline.read(layout: layout, source: source)
+            if fragments == .throughIndex, timeline?.randomAccess.isEmpty != false { timeline = nil }
         }
+        fragmentTimeline = timeline
         do {
             context = try FormatContext(source: source, findStreamInfo: findStreamInfo,
-                                        firstFragmentOnly: fragmentTimeline != nil, cancellation: session.cancellation)
+                                        fragments: timeline == nil ? .every : fragments, cancellation: session.cancellation)
         } catch let error as FFmpegError {
             throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
         }

@@ -20,7 +20,7 @@ public struct Prober: Sendable {
 
     private func probeOnce(_ input: String, session: MediaSession) throws -> ProbeResult {
         let started = Date()
-        let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, everyFragment: false, walker: walker)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker)
         var result = opened.context.describe(input: opened.source.input)
         result.size = try opened.source.size()
         result.layout = opened.layout

@@ -49,19 +49,30 @@ public struct Thumbnailer: Sendable {
     }
 
     private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
-        // The header alone: decoders get what they need from the codec parameters.
-        let opened = try OpenedInput(input, session: session, findStreamInfo: false)
+        // The header alone: decoders get what they need from the codec parameters. A long fragmented
+        // MP4 with an mfra: its first fragment, and the key frames from the mfra (FragmentKeyFrames).
+        let opened = try OpenedInput(input, session: session, findStreamInfo: false, fragments: .throughIndex)
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
         }
         var notes: [String] = []
         let entries = context.indexEntries(stream: video)
-        if entries.isEmpty || context.durationSeconds == nil {
+        // A fragment's moof is followed by its key frame: fetched together, sized as the first ones
+        // are plus a quarter, the key frame usually needs no request of its own.
+        let firstFragment = (opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0) + (entries.first { $0.isKeyframe }?.size ?? 0)
+        let fragments = opened.fragmentTimeline.flatMap { timeline in
+            context.containerID(stream: video).map {
+                FragmentKeyFrames(timeline: timeline, track: UInt32(bitPattern: $0), source: source,
+                                  moofGuess: max(16 << 10, firstFragment + firstFragment / 4 + 64))
+            }
+        }
+        if fragments == nil, entries.isEmpty || context.durationSeconds == nil {
             // No index: the duration and start time come from the first packets.
             do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
-        let duration = context.durationSeconds ?? context.duration(stream: video)
+        let duration = opened.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
+            ?? context.durationSeconds ?? context.duration(stream: video)
         if duration == nil, options.spreadsOverTheDuration {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
                                         + "--count and --every have nothing to spread over; give times with --at")
@@ -69,15 +80,16 @@ public struct Thumbnailer: Sendable {
         let keyframes = entries.filter(\.isKeyframe)
         let offset = context.startTime
         // For each requested time: the key frame at or before it (clamped to the last one).
-        var targets: [(time: Double, keyframe: IndexEntry?)] = []
-        for time in options.requestedTimes(duration: duration ?? 0) {
-            let absolute = offset + max(0, time)
-            if let duration, time >= duration {
-                notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration))
-            }
-            targets.append((time, keyframes.last(where: { $0.time <= absolute }) ?? keyframes.first))
+        let times = options.requestedTimes(duration: duration ?? 0)
+        for time in times where duration.map({ time >= $0 }) == true {
+            notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
-        if keyframes.isEmpty { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
+        let inFragments = try fragments?.keyFrames(at: times.map { offset + max(0, $0) }, delay: context.decodeDelay(stream: video),
+                                                   connections: connections, cancellation: session.cancellation)
+        let chosen = inFragments?.map { $0?.entry }
+            ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
+        let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
+        if keyframes.isEmpty, fragments == nil { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
 
         // One wave: every range the decodes below will read, merged, fetched in parallel.
         var needed = ByteRangeSet()
@@ -86,6 +98,10 @@ public struct Thumbnailer: Sendable {
             needed.insert(key.byteRange)
             if options.accurate {
                 for e in entries where e.time > key.time && e.time <= offset + target.time { needed.insert(e.byteRange) }
+                // In a fragment no index lists: the frames up to the next key frame, its whole run.
+                if let end = inFragments?.lazy.compactMap({ $0 }).first(where: { $0.entry == key })?.fragmentEnd {
+                    needed.insert(key.position..<end)
+                }
             }
         }
         var floor = needed

@@ -2,9 +2,10 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// A long fragmented MP4 is probed from its index and its last fragment (`FragmentTimeline`), not
-/// by reading every `moof`, and still reports ffprobe's durations.
-final class FragmentedProbeTests: CLITestCase {
+/// A long fragmented MP4 is probed from its index and its last fragment (`FragmentTimeline`), and
+/// thumbnailed from the key frames its `mfra` lists (`FragmentKeyFrames`), not by reading every
+/// `moof` — with the same results as reading them all.
+final class FragmentedMP4Tests: CLITestCase {
     /// 40 s cut every half second (80 fragments): with `mfra` at the end, and the same without it.
     private func makeFragmentedFiles() throws -> (www: String, names: [String]) {
         let www = dir.file("www")
@@ -83,5 +84,34 @@ final class FragmentedProbeTests: CLITestCase {
         let walked = try probeDurations(nginx.url("/no-decode-times.mp4"))
         XCTAssertGreaterThan(try nginx.accessLog().count, 3, "every fragment read, as libavformat does")
         XCTAssertEqual(walked.file, expected.last ?? 0, accuracy: 0.1, "still a duration, from libavformat")
+    }
+
+    func testThumbnailsOfALongFragmentedFileFetchOnlyTheFragmentsTheyShow() throws {
+        let (www, names) = try makeFragmentedFiles()
+        let nginx = try NginxServer(root: www)
+        var manifests: [[Double]] = []
+        var pictures: [[Data]] = []
+        for name in names {
+            nginx.clearLog()
+            let out = dir.file("thumbs-" + name)
+            try mprobe(["thumbs", nginx.url("/" + name), "--count", "8", "--out", out, "--cache-dir", cacheDir])
+            let log = try nginx.accessLog()
+            if name == "with-mfra.mp4" {
+                // The head, the mfra, the last moof; then per thumbnail its moof with the key frame
+                // after it, and at most the rest of a key frame larger than the first one.
+                XCTAssertLessThanOrEqual(log.count, 3 + 2 * 8, "\(log.map { $0.range ?? "-" })")
+                let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/" + name)[.size] as? Int)
+                XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, Int64(size / 4), "a quarter of the file at most")
+            }
+            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+            let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
+            manifests.append(thumbnails.compactMap { $0["pts"] as? Double })
+            pictures.append(try thumbnails.compactMap { $0["file"] as? String }.map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) })
+        }
+        XCTAssertEqual(manifests[0].count, 8)
+        XCTAssertEqual(manifests[0], manifests[1], "the same key frames as reading every fragment")
+        XCTAssertEqual(manifests[0].last ?? 0, 35, accuracy: 1, "spread over the whole 40 s, not the first fragment")
+        XCTAssertEqual(pictures[0].count, 8)
+        XCTAssertTrue(pictures[0] == pictures[1], "the same pictures")
     }
 }
