@@ -22,7 +22,13 @@ extension FormatContext {
     /// The index entries of stream `index`, sorted by time: for MP4 the whole sample table from the
     /// moov; for other containers whatever the demuxer has built so far (often nothing).
     /// The corresponding FFmpeg functions are `avformat_index_get_entries_count` and `avformat_index_get_entry`.
-    public func indexEntries(stream index: Int) -> [IndexEntry] {
+    public func indexEntries(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: true) }
+
+    /// The key frames the index knows by position only, with size 0: Matroska's Cues, each the
+    /// position of the cluster a key frame starts (libavformat reads them with the header).
+    func cuePoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
+
+    private func entries(stream index: Int, sized: Bool) -> [IndexEntry] {
         guard let st = stream(index) else { return [] }
         let tb = st.pointee.time_base
         let scale = Double(tb.num) / Double(max(1, tb.den))
@@ -31,7 +37,7 @@ extension FormatContext {
         var entries: [IndexEntry] = []
         entries.reserveCapacity(Int(max(0, count)))
         for i in 0..<max(0, count) {
-            guard let e = ff.avformat_index_get_entry(st, i), e.pointee.pos >= 0, mp_index_entry_size(e) > 0 else { continue }
+            guard let e = ff.avformat_index_get_entry(st, i), e.pointee.pos >= 0, (mp_index_entry_size(e) > 0) == sized else { continue }
             // A damaged moov can place a sample past any file (offsets near 2^63) or at a time that
             // overflows: such a sample cannot be fetched or seeked to, so it is left out.
             let size = Int64(mp_index_entry_size(e))

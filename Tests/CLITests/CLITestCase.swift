@@ -47,6 +47,17 @@ class CLITestCase: XCTestCase {
         return ranges.map { (($0["start"] as? NSNumber)?.int64Value ?? -1, ($0["end"] as? NSNumber)?.int64Value ?? -1) }
     }
 
+    /// A 40 s 320x180 H.264 + AAC recording with a key frame every half second, encoded by ffmpeg
+    /// into `path` with `muxing` options (e.g. `-movflags`, `-f matroska`).
+    func encodeRecording(_ path: String, muxing: [String]) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let encode = try runProcess("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+            "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "ultrafast",
+            "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k"] + muxing + [path])
+        XCTAssertEqual(encode.status, 0, encode.stderr)
+    }
+
     func writeFile(_ name: String, _ bytes: [UInt8]) throws -> String {
         let path = dir.file(name)
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,

@@ -9,13 +9,7 @@ final class FragmentedMP4Tests: CLITestCase {
     /// 40 s cut every half second (80 fragments): with `mfra` at the end, and the same without it.
     private func makeFragmentedFiles() throws -> (www: String, names: [String]) {
         let www = dir.file("www")
-        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
-        let encode = try runProcess("ffmpeg", [
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-            "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "ultrafast",
-            "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
-            "-movflags", "frag_keyframe+empty_moov", www + "/with-mfra.mp4"])
-        XCTAssertEqual(encode.status, 0, encode.stderr)
+        try encodeRecording(www + "/with-mfra.mp4", muxing: ["-movflags", "frag_keyframe+empty_moov"])
         let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy",
                                               "-movflags", "frag_keyframe+empty_moov+skip_trailer", www + "/without-mfra.mp4"])
         XCTAssertEqual(remux.status, 0, remux.stderr)

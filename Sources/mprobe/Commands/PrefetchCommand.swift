@@ -61,7 +61,10 @@ enum PrefetchCommand: OptionCommand {
         }, emit: { _, input, result in
             switch result {
             case .success(let outcome):
-                for w in outcome.plan.note.map({ [$0] }) ?? [] where !options.json { Console.warning(w) }
+                if let note = outcome.plan.note, !options.json {
+                    // An estimate is a warning; a window from the Cues is how it was planned.
+                    if outcome.plan.estimated { Console.warning(note) } else { Console.writeStderr("mprobe: \(note)\n") }
+                }
                 Console.out(options.json ? PrefetchReport.json(outcome, planOnly: planOnly).text
                                          : PrefetchOutput.human(outcome, planOnly: planOnly))
             case .failure(let error):
