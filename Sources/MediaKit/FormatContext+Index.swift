@@ -24,9 +24,9 @@ extension FormatContext {
     /// The corresponding FFmpeg functions are `avformat_index_get_entries_count` and `avformat_index_get_entry`.
     public func indexEntries(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: true) }
 
-    /// The key frames the index knows by position only, with size 0: Matroska's Cues, each the
-    /// position of the cluster a key frame starts (libavformat reads them with the header).
-    func cuePoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
+    /// The points the index knows by position only, with size 0: Matroska's Cues (each the cluster
+    /// a key frame starts), an MP3's Xing table of contents (each hundredth of the duration).
+    func positionedPoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
 
     private func entries(stream index: Int, sized: Bool) -> [IndexEntry] {
         guard let st = stream(index) else { return [] }

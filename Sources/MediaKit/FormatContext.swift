@@ -45,6 +45,9 @@ public final class FormatContext {
         // only the first, before the header counts as read (other demuxers ignore the option).
         var options: OpaquePointer?
         _ = ff.av_dict_set(&options, "scan_all_pmts", "1", 0)
+        // An MP3's Xing table of contents (where each hundredth of the duration starts) becomes
+        // index entries: seeks use it instead of assuming a constant bit rate, and so does a plan.
+        _ = ff.av_dict_set(&options, "usetoc", "1", 0)
         if fragments == .throughIndex {
             _ = ff.av_dict_set(&options, "use_mfra_for", "dts", 0)
             // Seeking every stream to its own fragment read another moof per seek (the audio's, found

@@ -58,12 +58,12 @@ public struct PrefetchPlanner: Sendable {
         var note: String?
         var estimated = false
         if !indexed {
-            let clusters = try PrefetchPlanner.cueWindow(context: context, streams: ordered, source: source, from: windowStart, to: windowEnd)
+            let clusters = try PrefetchPlanner.pointWindow(context: context, streams: ordered, source: source, from: windowStart, to: windowEnd)
             let (range, why) = try clusters.map { ($0.range, $0.why) } ?? estimate(context: context, source: source, start: start, seconds: seconds)
             estimated = clusters == nil
             sampleSet.insert(range)
             note = why
-            // Whole clusters: their times are known, their samples are not counted.
+            // Whole stretches between index points: their times are known, their samples not counted.
             planned = streams.map { PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: 0, bytes: 0,
                                                        firstTime: clusters?.first, lastTime: clusters?.last) }
         }
@@ -127,26 +127,28 @@ public struct PrefetchPlanner: Sendable {
         return merged
     }
 
-    /// The clusters that hold the window, from Matroska's Cues (positions of key frames' clusters,
-    /// no sample sizes): from the cluster of the key frame at or before the start, where decoding
-    /// starts, to the first cluster at or after the end, plus the head of that one (the demuxer
-    /// reads into it to learn that the window has ended). Nil without Cues that reach the window.
+    /// The bytes that hold the window, from an index that gives positions but no sample sizes
+    /// (Matroska's Cues, an MP3's table of contents): from the point at or before the start (for
+    /// Matroska the cluster of a key frame, where decoding starts) to the first point at or after
+    /// the end, plus the head of what follows (the demuxer reads into it to learn that the window
+    /// has ended). Nil without such points reaching the window.
     ///
     /// libavformat reads a Matroska file's Cues on its first seek, not with the header (until then
     /// its index holds the key frames it has met): the planner seeks to the beginning first, which
     /// those key frames already cover — a seek further into a file without Cues would read its way
     /// there cluster by cluster.
-    private static func cueWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
+    private static func pointWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
                                   to: Double) throws -> (range: Range<Int64>, why: String, first: Double, last: Double?)? {
-        guard context.formatName.hasPrefix("matroska"), let size = try source.size() else { return nil }
+        guard context.formatName.hasPrefix("matroska") || context.formatName == "mp3", let size = try source.size() else { return nil }
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        guard let cues = streams.lazy.map({ context.cuePoints(stream: $0) }).first(where: { !$0.isEmpty }),
-              let first = cues.last(where: { $0.time <= from }) ?? cues.first, first.position < size,
-              let last = cues.last, last.time >= from else { return nil }
-        let next = cues.first { $0.time >= to && $0.position > first.position }
+        guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
+              let first = points.last(where: { $0.time <= from }) ?? points.first, first.position < size,
+              let last = points.last, last.time >= from else { return nil }
+        let next = points.first { $0.time >= to && $0.position > first.position }
         let end = min(size, (next?.position ?? size) + mergeGap)
         let (firstTime, nextTime) = (first.time - context.startTime, next.map { $0.time - context.startTime })
-        let why = "\(context.formatName): the window is the clusters its Cues place from "
+        let index = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
+        let why = "\(context.formatName): the window is \(index) from "
             + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
         return (first.position..<end, why, firstTime, nextTime)
     }

@@ -16,8 +16,8 @@ enum PrefetchOutput {
             if p.estimated {
                 line += "  (no index)"
             } else if t.samples == 0, let a = t.firstTime {
-                // Whole clusters from Matroska's Cues: times known, samples not counted.
-                line += String(format: "  whole clusters  %.3f–%@", a, t.lastTime.map { String(format: "%.3f s", $0) } ?? "end")
+                // Whole stretches between index points (Cues, a table of contents): samples not counted.
+                line += String(format: "  between index points  %.3f–%@", a, t.lastTime.map { String(format: "%.3f s", $0) } ?? "end")
             } else {
                 line += String(format: "  %d samples  %@", t.samples, Console.humanBytes(t.bytes))
                 if let a = t.firstTime, let b = t.lastTime { line += String(format: "  %.3f–%.3f s", a, b) }
