@@ -68,7 +68,7 @@ if [[ " $JOBS " == *" prefetch "* ]]; then
     for f in $FILES; do
         url="http://127.0.0.1:$NGINX_PORT/$f"
         rm -rf "$WORK/cache"; : > "$NGINX_LOG"
-        note=$("$M" prefetch "$url" --start 300 --seconds 10 --cache-dir "$WORK/cache" 2>&1 | grep -iE "estimat|index|Cues" | head -1 | tr '|' '/' || true)
+        note=$("$M" prefetch "$url" --start 300 --seconds 10 --cache-dir "$WORK/cache" 2>&1 | grep -E "^mprobe:" | head -1 | tr '|' '/' || true)
         read -r r1 b1 < <(cost)
         packets=$(ffprobe -v error -read_intervals 300%310 -show_entries packet=size -of csv=p=0 "$L/$f" | awk -F, '{ s += $1 } END { print s + 0 }')
         echo "| $f | $r1 | $(mb "$b1") | $(mb "$packets") | ${note:-from the sample index} |"
