@@ -41,7 +41,7 @@ public struct Checker: Sendable {
 
     private func checkOnce(_ input: String, session: MediaSession, start: Double, seconds: Double,
                            tracks selection: TrackSelection) throws -> Result {
-        let opened = try OpenedInput(input, session: session, findStreamInfo: true)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
         let context = opened.context
         let streams = try selection.streams(in: context)
         let offset = context.startTime

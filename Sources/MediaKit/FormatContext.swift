@@ -9,25 +9,38 @@ import RangeFetch
 public final class FormatContext {
     let pointer: UnsafeMutablePointer<AVFormatContext>
     private let bridge: AVIOBridge
+    /// Where the tracks of a fragmented MP4 end and where its sync samples are, read from its index
+    /// and last fragment, when libavformat was told not to read every fragment (`Fragments`).
+    let fragmentTimeline: FragmentTimeline?
 
     /// How libavformat's mov demuxer reads the `moof` boxes of a fragmented MP4.
-    public enum Fragments: Sendable {
+    enum Fragments: Equatable {
         /// Every one, before the header counts as read (libavformat's way for a seekable input).
         case every
-        /// Only the first (`AVFMT_FLAG_IGNIDX` stops the header at the first media data), and the
-        /// stream info from the first video key frame alone: for a probe.
+        /// Only the first (`AVFMT_FLAG_IGNIDX` stops the header at the first media data): for a probe.
         case first
         /// The first, and the others when a seek reaches them, found through the `mfra` index
-        /// (`use_mfra_for`, decode times): for jobs that seek one stream to chosen key frames, the
-        /// others discarded (streams are not each seeked to their own fragment).
-        case throughIndex
+        /// (`use_mfra_for`, decode times): for jobs that seek. With `oneStream` (jobs that decode
+        /// one stream and discard the others) streams are not each seeked to their own fragment:
+        /// that read another moof per seek, the one the audio's seek landed on.
+        case throughIndex(oneStream: Bool)
     }
 
     /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
-    public init(source: any MediaSource, findStreamInfo: Bool = true, fragments: Fragments = .every,
-                cancellation: Cancellation? = nil) throws {
+    public convenience init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
+        try self.init(source: source, findStreamInfo: findStreamInfo, fragments: .every, timeline: nil, cancellation: cancellation)
+    }
+
+    /// With `fragments` other than `.every` and a `timeline` in its place, libavformat does not
+    /// read every `moof`, and its stream info comes from the first video key frame alone: a
+    /// fragment holds each track's samples in one run, video first, so the first audio packet is
+    /// half a megabyte into a two-second 720p fragment.
+    init(source: any MediaSource, findStreamInfo: Bool, fragments requested: Fragments, timeline: FragmentTimeline?,
+         cancellation: Cancellation?) throws {
+        let fragments = timeline == nil ? .every : requested
+        fragmentTimeline = fragments == .every ? nil : timeline
         try FFmpegLibraries.require()
         FFmpegLog.quietByDefault()
         FFmpegMemory.capOnce()
@@ -48,11 +61,9 @@ public final class FormatContext {
         // An MP3's Xing table of contents (where each hundredth of the duration starts) becomes
         // index entries: seeks use it instead of assuming a constant bit rate, and so does a plan.
         _ = ff.av_dict_set(&options, "usetoc", "1", 0)
-        if fragments == .throughIndex {
+        if case .throughIndex(let oneStream) = fragments {
             _ = ff.av_dict_set(&options, "use_mfra_for", "dts", 0)
-            // Seeking every stream to its own fragment read another moof per seek (the audio's, found
-            // with the video's time) for jobs that decode one stream and discard the others.
-            _ = ff.av_dict_set(&options, "seek_streams_individually", "0", 0)
+            if oneStream { _ = ff.av_dict_set(&options, "seek_streams_individually", "0", 0) }
         }
         defer { ff.av_dict_free(&options) }
         // The name only hints the format prober (by extension); bytes come from the bridge.
@@ -62,7 +73,7 @@ public final class FormatContext {
             throw FormatContext.failure(rc, "avformat_open_input", bridge: bridge)
         }
         if findStreamInfo {
-            let set = fragments == .first ? FormatContext.limitStreamInfoToTheFirstKeyFrame(opened) : []
+            let set = fragments == .every ? [] : FormatContext.limitStreamInfoToTheFirstKeyFrame(opened)
             let rc = ff.avformat_find_stream_info(opened, nil)
             for stream in set { stream.pointee.discard = AVDISCARD_DEFAULT }
             if rc < 0 {
@@ -75,11 +86,11 @@ public final class FormatContext {
         pointer = opened
     }
 
-    /// A fragment holds each track's samples in one run, video first: reading the first audio
-    /// packet means reading past the fragment's whole video (half a megabyte for two seconds of
-    /// 720p), and libavformat's frame-rate estimate reads a second of it. The key frame alone gives
-    /// the video's pixel format; the other tracks keep what the header states (their timing comes
-    /// from `FragmentTimeline`). Returns the streams set aside, to be read again afterwards.
+    /// The stream info of a fragmented file from its first video key frame: the key frame gives the
+    /// video's pixel format; libavformat's frame-rate estimate would read a second of video and the
+    /// first audio packet the fragment's whole video. The other tracks keep what the header states
+    /// (their timing comes from `FragmentTimeline`). Returns the streams set aside, to be read
+    /// again afterwards.
     private static func limitStreamInfoToTheFirstKeyFrame(_ context: UnsafeMutablePointer<AVFormatContext>)
         -> [UnsafeMutablePointer<AVStream>] {
         let streams = (0..<Int(context.pointee.nb_streams)).compactMap { context.pointee.streams[$0] }

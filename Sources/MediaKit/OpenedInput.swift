@@ -9,15 +9,12 @@ struct OpenedInput {
     let context: FormatContext
     /// The source's counters before this job touched it, to report what the job cost.
     let before: SourceCounters
-    /// Where the tracks of a fragmented MP4 end, when they were read from its index and last
-    /// fragment instead of libavformat reading every fragment (which then read only the first).
-    let fragmentTimeline: FragmentTimeline?
-
     /// With `fragments` other than `.every`, a fragmented MP4 worth it
     /// (`MP4Layout.fragmentsWorthSkipping`) has its timeline read by `FragmentTimeline`, and
     /// libavformat reads only its first fragment (`.first`, for a probe) or the ones a seek reaches
-    /// through the `mfra` (`.throughIndex`, which needs one). A file whose timeline cannot be read
-    /// has every fragment read, as libavformat does by itself.
+    /// through the `mfra` (`.throughIndex`, which needs one); the timeline is the context's
+    /// `fragmentTimeline`. A file whose timeline cannot be read has every fragment read, as
+    /// libavformat does by itself.
     init(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
          walker: BoxWalker = BoxWalker()) throws {
         FFmpegLibraries.loadInBackground()
@@ -32,12 +29,11 @@ struct OpenedInput {
         var timeline: FragmentTimeline?
         if fragments != .every, let layout, layout.fragmentsWorthSkipping(fileSize: try source.size()) {
             timeline = try FragmentTimeline.read(layout: layout, source: source)
-            if fragments == .throughIndex, timeline?.randomAccess.isEmpty != false { timeline = nil }
+            if case .throughIndex = fragments, timeline?.randomAccess.isEmpty != false { timeline = nil }
         }
-        fragmentTimeline = timeline
         do {
-            context = try FormatContext(source: source, findStreamInfo: findStreamInfo,
-                                        fragments: timeline == nil ? .every : fragments, cancellation: session.cancellation)
+            context = try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments,
+                                        timeline: timeline, cancellation: session.cancellation)
         } catch let error as FFmpegError {
             throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
         }

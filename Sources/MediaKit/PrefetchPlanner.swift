@@ -21,7 +21,7 @@ public struct PrefetchPlanner: Sendable {
 
     public func plan(_ input: String, session: MediaSession, start: Double, seconds: Double,
                      tracks selection: TrackSelection = .defaults) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
-        let opened = try OpenedInput(input, session: session, findStreamInfo: true)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: false))
         let (source, context) = (opened.source, opened.context)
         let streams = try selection.streams(in: context)
         let header = context.bytesRead
@@ -38,7 +38,8 @@ public struct PrefetchPlanner: Sendable {
         // needed from there (a player drops them, but the demuxer reads them).
         let ordered = streams.sorted { (context.kind(ofStream: $0) == .video ? 0 : 1) < (context.kind(ofStream: $1) == .video ? 0 : 1) }
         var from = windowStart
-        for index in ordered {
+        // A long fragmented MP4 read through its mfra: libavformat's index holds the first fragment.
+        for index in ordered where context.fragmentTimeline == nil {
             let entries = context.indexEntries(stream: index)
             guard !entries.isEmpty else { continue }
             indexed = true
@@ -58,7 +59,9 @@ public struct PrefetchPlanner: Sendable {
         var note: String?
         var estimated = false
         if !indexed {
-            let clusters = try PrefetchPlanner.pointWindow(context: context, streams: ordered, source: source, from: windowStart, to: windowEnd)
+            let clusters = try PrefetchPlanner.fragmentWindow(context: context, streams: ordered, source: source,
+                                                              from: windowStart, to: windowEnd)
+                ?? PrefetchPlanner.pointWindow(context: context, streams: ordered, source: source, from: windowStart, to: windowEnd)
             let (range, why) = try clusters.map { ($0.range, $0.why) } ?? estimate(context: context, source: source, start: start, seconds: seconds)
             estimated = clusters == nil
             sampleSet.insert(range)
@@ -125,6 +128,29 @@ public struct PrefetchPlanner: Sendable {
             }
         }
         return merged
+    }
+
+    /// The fragments that hold the window, from a fragmented MP4's `mfra`: from the `moof` of the
+    /// sync sample at or before the start to the first `moof` at or after the end, plus the head of
+    /// that one (the demuxer reads it to learn that the window has ended). Nil without an `mfra`
+    /// read in place of libavformat's walk.
+    private static func fragmentWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
+                                       to: Double) throws -> (range: Range<Int64>, why: String, first: Double, last: Double?)? {
+        guard let timeline = context.fragmentTimeline, let size = try source.size() else { return nil }
+        for stream in streams {
+            guard let id = context.containerID(stream: stream), let points = timeline.randomAccess[UInt32(bitPattern: id)],
+                  let timescale = timeline.defaults[UInt32(bitPattern: id)]?.timescale, !points.isEmpty else { continue }
+            let sorted = points.sorted { $0.time < $1.time }
+            let seconds = { (point: FragmentTimeline.RandomAccessPoint) in Double(point.time) / Double(timescale) }
+            let first = sorted.last { seconds($0) <= from } ?? sorted[0]
+            let next = sorted.first { seconds($0) >= to && $0.moof > first.moof }
+            let end = min(size, (next?.moof ?? size) + mergeGap)
+            let (firstTime, nextTime) = (seconds(first) - context.startTime, next.map { seconds($0) - context.startTime })
+            let why = "fragmented: the window is the fragments its mfra places from "
+                + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
+            return (first.moof..<end, why, firstTime, nextTime)
+        }
+        return nil
     }
 
     /// The bytes that hold the window, from an index that gives positions but no sample sizes

@@ -25,7 +25,7 @@ public struct Prober: Sendable {
         result.size = try opened.source.size()
         result.layout = opened.layout
         result.warnings = opened.warnings
-        if let timeline = opened.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
+        if let timeline = opened.context.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
         result.fetch = opened.cost
         result.floorBytes = opened.context.bytesRead.byteCount
         result.seconds = Date().timeIntervalSince(started)

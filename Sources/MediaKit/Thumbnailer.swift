@@ -51,7 +51,7 @@ public struct Thumbnailer: Sendable {
     private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters. A long fragmented
         // MP4 with an mfra: its first fragment, and the key frames from the mfra (FragmentKeyFrames).
-        let opened = try OpenedInput(input, session: session, findStreamInfo: false, fragments: .throughIndex)
+        let opened = try OpenedInput(input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
@@ -61,7 +61,7 @@ public struct Thumbnailer: Sendable {
         // A fragment's moof is followed by its key frame: fetched together, sized as the first ones
         // are plus a quarter, the key frame usually needs no request of its own.
         let firstFragment = (opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0) + (entries.first { $0.isKeyframe }?.size ?? 0)
-        let fragments = opened.fragmentTimeline.flatMap { timeline in
+        let fragments = context.fragmentTimeline.flatMap { timeline in
             context.containerID(stream: video).map {
                 FragmentKeyFrames(timeline: timeline, track: UInt32(bitPattern: $0), source: source,
                                   moofGuess: max(16 << 10, firstFragment + firstFragment / 4 + 64))
@@ -71,7 +71,7 @@ public struct Thumbnailer: Sendable {
             // No index: the duration and start time come from the first packets.
             do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
-        let duration = opened.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
+        let duration = context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
             ?? context.durationSeconds ?? context.duration(stream: video)
         if duration == nil, options.spreadsOverTheDuration {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "

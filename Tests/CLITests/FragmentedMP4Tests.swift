@@ -108,4 +108,29 @@ final class FragmentedMP4Tests: CLITestCase {
         XCTAssertEqual(pictures[0].count, 8)
         XCTAssertTrue(pictures[0] == pictures[1], "the same pictures")
     }
+
+    func testAPrefetchOfALongFragmentedFileTakesTheFragmentsItsMfraPlacesAndPlaysOffline() throws {
+        let (www, names) = try makeFragmentedFiles()
+        let nginx = try NginxServer(root: www)
+        let url = nginx.url("/" + names[0])
+        let plan = try json(try mprobe(["prefetch", url, "--start", "20", "--seconds", "5", "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual(plan["estimated"] as? Bool, false, "\(plan)")
+        XCTAssertTrue((plan["note"] as? String ?? "").contains("mfra"), "\(plan)")
+        let log = try nginx.accessLog()
+        // The head, the mfra, the last moof, the window's fragments (19.5 s to 25 s of 40 s).
+        XCTAssertLessThanOrEqual(log.count, 5, "\(log.map { $0.range ?? "-" })")
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/" + names[0])[.size] as? Int)
+        XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, Int64(Double(size) * 0.25))
+        // Each track's buffered time, from the fragments now cached, covers the window.
+        let buffered = (plan["tracks"] as? [[String: Any]] ?? []).map { $0["buffered"] as? [[String: Any]] ?? [] }
+        XCTAssertEqual(buffered.count, 2, "both tracks: \(plan)")
+        for spans in buffered {
+            XCTAssertTrue(spans.contains { ($0["start"] as? Double ?? 99) <= 20 && ($0["end"] as? Double ?? 0) >= 25 }, "\(spans)")
+        }
+
+        nginx.clearLog()
+        let check = try mprobe(["check", url, "--start", "20", "--seconds", "5", "--offline", "--cache-dir", cacheDir])
+        XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
+        XCTAssertEqual(try nginx.accessLog().count, 0)
+    }
 }
