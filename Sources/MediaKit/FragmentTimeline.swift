@@ -23,7 +23,10 @@ struct FragmentTimeline: Sendable, Equatable {
         /// The samples of the last fragment and their total duration: the frame rate at the end.
         let lastSamples: Int64
         let lastDuration: Int64
+        /// The decode time of the first fragment's first sample, when the first fragment has the track.
+        let start: Int64?
         var seconds: Double { Double(end) / Double(timescale) }
+        var startSeconds: Double? { start.map { Double($0) / Double(timescale) } }
         var lastRate: Double? {
             lastSamples > 1 && lastDuration > 0 ? Double(lastSamples) * Double(timescale) / Double(lastDuration) : nil
         }
@@ -55,6 +58,10 @@ struct FragmentTimeline: Sendable, Equatable {
     let foundThrough: Index
     /// By track ID, in file order; empty without an `mfra`.
     let randomAccess: [UInt32: [RandomAccessPoint]]
+    /// The first fragment's runs list composition offsets (B-frames): libavformat, reading
+    /// fragments as seeks reach them, then shifts presentation times from where it puts them after
+    /// reading every fragment (two frames in a file from x264), so seeking jobs read them all.
+    let reordered: Bool
     /// What the moov says of each track.
     let defaults: [UInt32: TrackDefaults]
 
@@ -91,12 +98,18 @@ struct FragmentTimeline: Sendable, Equatable {
         guard let lastMoof else { return nil }
         guard let ends = try ends(ofMoofAt: lastMoof, size: size, guess: 2 * (firstMoof?.size ?? 0),
                                   defaults: defaults, source: source, reader: &reader) else { return nil }
+        // The first fragment is local since the walk: where each track starts, without a request.
+        let starts = try firstMoof.flatMap { moof in
+            try Self.ends(ofMoofAt: moof.offset, size: size, guess: 0, defaults: defaults, source: source, reader: &reader)
+        } ?? [:]
         let tracks = ends.compactMap { id, run in
-            defaults[id].map { Track(id: id, timescale: $0.timescale, end: run.end, lastSamples: run.samples, lastDuration: run.duration) }
+            defaults[id].map { Track(id: id, timescale: $0.timescale, end: run.end, lastSamples: run.samples,
+                                     lastDuration: run.duration, start: starts[id].map { $0.end - $0.duration }) }
         }
         guard !tracks.isEmpty else { return nil }
+        let reordered = firstMoof.map { hasCompositionOffsets($0, reader: &reader) } ?? true
         return FragmentTimeline(tracks: tracks.sorted { $0.id < $1.id }, foundThrough: foundThrough,
-                                randomAccess: foundThrough == .mfra ? randomAccess : [:], defaults: defaults)
+                                randomAccess: foundThrough == .mfra ? randomAccess : [:], reordered: reordered, defaults: defaults)
     }
 
     /// The sync samples the `mfra` lists, by track; empty when the file has no usable `mfra`.
@@ -130,6 +143,19 @@ struct FragmentTimeline: Sendable, Equatable {
             points[track, default: []] += list
         }
         return points
+    }
+
+    /// A `trun` of `moof` lists composition time offsets (flag 0x800); true when it cannot be read.
+    private static func hasCompositionOffsets(_ moof: BoxHeader, reader: inout LocalBoxReader) -> Bool {
+        let trafs = reader.children(of: moof.offset + Int64(moof.headerSize)..<moof.end).filter { $0.box.type == "traf" }
+        guard !trafs.isEmpty else { return true }
+        for traf in trafs {
+            for (run, body) in reader.children(of: traf.body) where run.type == "trun" {
+                guard let head = reader.bytes(at: body.lowerBound, count: 4) else { return true }
+                if head[2] & 0x08 != 0 { return true } // version, then 24 bits of flags: 0x000800
+            }
+        }
+        return false
     }
 
     /// The last `moof` in `from..<size`: the last one on a chain of whole top-level boxes that

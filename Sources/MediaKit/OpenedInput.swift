@@ -29,7 +29,9 @@ struct OpenedInput {
         var timeline: FragmentTimeline?
         if fragments != .every, let layout, layout.fragmentsWorthSkipping(fileSize: try source.size()) {
             timeline = try FragmentTimeline.read(layout: layout, source: source)
-            if case .throughIndex = fragments, timeline?.randomAccess.isEmpty != false { timeline = nil }
+            if case .throughIndex = fragments, timeline?.randomAccess.isEmpty != false || timeline?.reordered != false {
+                timeline = nil
+            }
         }
         do {
             context = try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments,

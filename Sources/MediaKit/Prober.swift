@@ -47,6 +47,10 @@ public struct Prober: Sendable {
             if result.tracks[i].kind == .video, let rate = track.lastRate { result.tracks[i].frameRate = rate }
         }
         result.duration = result.tracks.compactMap(\.duration).max()
+        // libavformat read the first video key frame only: the other tracks' starts are their
+        // first decode times, as it finds them when it reads every fragment.
+        let starts = timeline.tracks.compactMap(\.startSeconds) + [result.startTime].compactMap { $0 }
+        result.startTime = starts.min()
         result.bitRate = nil
         if let duration = result.duration, duration > 0, let size = result.size {
             result.bitRate = Int64((Double(size) * 8 / duration).rounded(.down))

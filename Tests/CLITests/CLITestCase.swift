@@ -47,13 +47,14 @@ class CLITestCase: XCTestCase {
         return ranges.map { (($0["start"] as? NSNumber)?.int64Value ?? -1, ($0["end"] as? NSNumber)?.int64Value ?? -1) }
     }
 
-    /// A 40 s 320x180 H.264 + AAC recording with a key frame every half second, encoded by ffmpeg
-    /// into `path` with `muxing` options (e.g. `-movflags`, `-f matroska`).
-    func encodeRecording(_ path: String, muxing: [String]) throws {
+    /// A 40 s 320x180 H.264 + AAC recording with a key frame every half second (no B-frames unless
+    /// `bFrames`), encoded by ffmpeg into `path` with `muxing` options (`-movflags`, `-f matroska`).
+    func encodeRecording(_ path: String, muxing: [String], bFrames: Bool = false) throws {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let encode = try runProcess("ffmpeg", [
             "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-            "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "ultrafast",
+            "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264",
+            "-preset", bFrames ? "veryfast" : "ultrafast", "-bf", bFrames ? "2" : "0",
             "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k"] + muxing + [path])
         XCTAssertEqual(encode.status, 0, encode.stderr)
     }

@@ -7,9 +7,9 @@ import XCTest
 /// `moof` — with the same results as reading them all.
 final class FragmentedMP4Tests: CLITestCase {
     /// 40 s cut every half second (80 fragments): with `mfra` at the end, and the same without it.
-    private func makeFragmentedFiles() throws -> (www: String, names: [String]) {
+    private func makeFragmentedFiles(bFrames: Bool = false) throws -> (www: String, names: [String]) {
         let www = dir.file("www")
-        try encodeRecording(www + "/with-mfra.mp4", muxing: ["-movflags", "frag_keyframe+empty_moov"])
+        try encodeRecording(www + "/with-mfra.mp4", muxing: ["-movflags", "frag_keyframe+empty_moov"], bFrames: bFrames)
         let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy",
                                               "-movflags", "frag_keyframe+empty_moov+skip_trailer", www + "/without-mfra.mp4"])
         XCTAssertEqual(remux.status, 0, remux.stderr)
@@ -18,7 +18,11 @@ final class FragmentedMP4Tests: CLITestCase {
 
     /// ffprobe's stream durations, then the file's.
     private func ffprobeDurations(_ path: String) throws -> [Double] {
-        let result = try FFprobeOracle.run(["-v", "error", "-show_entries", "stream=duration:format=duration", "-of", "csv=p=0", path])
+        try ffprobeValues(path, entries: "stream=duration:format=duration")
+    }
+
+    private func ffprobeValues(_ path: String, entries: String) throws -> [Double] {
+        let result = try FFprobeOracle.run(["-v", "error", "-show_entries", entries, "-of", "csv=p=0", path])
         XCTAssertEqual(result.status, 0, result.stderr)
         return result.stdoutString.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
     }
@@ -46,6 +50,8 @@ final class FragmentedMP4Tests: CLITestCase {
             for (mine, theirs) in zip(probed.tracks + [probed.file], expected) {
                 XCTAssertEqual(mine, theirs, accuracy: 0.0005, "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
             }
+            let start = try ffprobeValues(www + "/" + name, entries: "format=start_time")
+            XCTAssertEqual(probed.json["start_time"] as? Double ?? -1, start.first ?? -2, accuracy: 0.0005, name)
             let tracks = try XCTUnwrap(probed.json["tracks"] as? [[String: Any]])
             XCTAssertEqual(tracks[0]["frame_rate"] as? Double ?? 0, 30, accuracy: 0.01, "the last fragment's rate")
             XCTAssertEqual(tracks[1]["profile"] as? String, "LC", "the AAC profile from its configuration")
@@ -132,5 +138,27 @@ final class FragmentedMP4Tests: CLITestCase {
         let check = try mprobe(["check", url, "--start", "20", "--seconds", "5", "--offline", "--cache-dir", cacheDir])
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
         XCTAssertEqual(try nginx.accessLog().count, 0)
+    }
+
+    /// With B-frames, libavformat puts presentation times two frames apart depending on whether it
+    /// read every fragment; jobs that seek read them all then, and agree with the files read so.
+    func testSeekingJobsOnAFragmentedFileWithBFramesAgreeWithReadingEveryFragment() throws {
+        let (www, names) = try makeFragmentedFiles(bFrames: true)
+        var results: [[Double]] = []
+        var checks: [String] = []
+        for name in names {
+            let out = dir.file("thumbs-" + name)
+            let set = try json(try mprobe(["thumbs", www + "/" + name, "--count", "6", "--out", out, "--json", "--cache-dir", cacheDir]))
+            results.append((set["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double })
+            checks.append(try mprobe(["check", www + "/" + name, "--start", "12", "--seconds", "4", "--cache-dir", cacheDir]).stdoutString
+                .split(separator: "\n").dropFirst().joined(separator: "\n"))
+        }
+        XCTAssertEqual(results[0].count, 6)
+        XCTAssertEqual(results[0], results[1])
+        XCTAssertEqual(checks[0], checks[1])
+        let durations = try probeDurations(www + "/" + names[0])
+        for (mine, theirs) in zip(durations.tracks + [durations.file], try ffprobeDurations(www + "/" + names[0])) {
+            XCTAssertEqual(mine, theirs, accuracy: 0.0005, "the probe still reads the timeline")
+        }
     }
 }
