@@ -39,9 +39,10 @@ struct FragmentTimeline: Sendable, Equatable {
         var duration: Int64
     }
 
-    enum Index: String, Sendable {
+    /// How the last `moof` was found.
+    enum Index: Sendable {
         case mfra
-        case tail = "the end of the file"
+        case tail
     }
 
     /// A sync sample the `mfra` lists: its decode time (track timescale), the offset of its `moof`,
