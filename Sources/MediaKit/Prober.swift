@@ -26,6 +26,10 @@ public struct Prober: Sendable {
         result.layout = opened.layout
         result.warnings = opened.warnings
         if let timeline = opened.context.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
+        if result.duration == nil, let duration = try MatroskaTail.duration(of: opened.context, source: opened.source) {
+            result.duration = duration
+            if let size = result.size, duration > 0 { result.bitRate = Int64((Double(size) * 8 / duration).rounded(.down)) }
+        }
         result.fetch = opened.cost
         result.floorBytes = opened.context.bytesRead.byteCount
         result.seconds = Date().timeIntervalSince(started)

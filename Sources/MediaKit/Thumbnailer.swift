@@ -71,8 +71,8 @@ public struct Thumbnailer: Sendable {
             // No index: the duration and start time come from the first packets.
             do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
-        let duration = context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
-            ?? context.durationSeconds ?? context.duration(stream: video)
+        let duration = try context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
+            ?? context.durationSeconds ?? context.duration(stream: video) ?? MatroskaTail.duration(of: context, source: source)
         if duration == nil, options.spreadsOverTheDuration {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
                                         + "--count and --every have nothing to spread over; give times with --at")
