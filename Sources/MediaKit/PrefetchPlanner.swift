@@ -1,6 +1,7 @@
 import ByteCache
 import Foundation
 import MediaSource
+import RangeFetch
 
 /// Turns a time window into byte ranges from the demuxer's index.
 ///
@@ -38,6 +39,10 @@ public struct PrefetchPlanner: Sendable {
         // needed from there (a player drops them, but the demuxer reads them).
         let ordered = streams.sorted { (context.kind(ofStream: $0) == .video ? 0 : 1) < (context.kind(ofStream: $1) == .video ? 0 : 1) }
         var from = windowStart
+        if opened.layout?.fragmented == true, context.fragmentTimeline == nil {
+            try PrefetchPlanner.indexFragments(upTo: windowEnd, context: context, streams: ordered,
+                                               cancellation: session.cancellation)
+        }
         // A long fragmented MP4 read through its mfra: libavformat's index holds the first fragment.
         for index in ordered where context.fragmentTimeline == nil {
             let entries = context.indexEntries(stream: index)
@@ -128,6 +133,23 @@ public struct PrefetchPlanner: Sendable {
             }
         }
         return merged
+    }
+
+    /// libavformat indexes a fragmented file's samples as it reads their `moof`; after the first
+    /// `sidx` it stops reading ahead (a file with several lists 500 of its 600 samples). When the
+    /// window ends past the last indexed sample and the file goes on, its packets are read from
+    /// there to the window's end, which indexes the fragments in between, as a player reaching the
+    /// window would read them.
+    private static func indexFragments(upTo end: Double, context: FormatContext, streams: [Int],
+                                       cancellation: Cancellation) throws {
+        guard let video = streams.first, let last = context.indexEntries(stream: video).last,
+              last.time < end, let duration = context.durationSeconds, duration > last.time + 0.001 else { return }
+        try context.seek(seconds: last.decodeTime)
+        let packet = try Packet()
+        while try context.readPacket(into: packet) {
+            if cancellation.isCancelled { throw MediaError.interrupted }
+            if packet.streamIndex == video, let dts = packet.dts, context.seconds(dts, stream: video) >= end { break }
+        }
     }
 
     /// The fragments that hold the window, from a fragmented MP4's `mfra`: from the `moof` of the

@@ -161,4 +161,20 @@ final class FragmentedMP4Tests: CLITestCase {
             XCTAssertEqual(mine, theirs, accuracy: 0.0005, "the probe still reads the timeline")
         }
     }
+
+    /// libavformat stops reading ahead after a fragmented file's first `sidx`: a window past the
+    /// samples it indexed is planned from the fragments there, not from the last ones it knows.
+    func testAWindowPastTheFirstSidxIsPlannedFromItsOwnFragmentsAndPlaysOffline() throws {
+        let name = "androidx-media__sample_fragmented_seekable_multiple_sidx.mp4"
+        let nginx = try NginxServer(root: Media3OracleTests.corpus.appendingPathComponent("files").path)
+        let plan = try json(try mprobe(["prefetch", nginx.url("/" + name), "--start", "18", "--seconds", "2", "--json",
+                                        "--cache-dir", cacheDir]))
+        let video = try XCTUnwrap((plan["tracks"] as? [[String: Any]])?.first)
+        XCTAssertLessThanOrEqual(video["first_time"] as? Double ?? 99, 18)
+        XCTAssertGreaterThanOrEqual(video["last_time"] as? Double ?? 0, 19.9, "\(video)")
+        nginx.clearLog()
+        let check = try mprobe(["check", nginx.url("/" + name), "--start", "18", "--seconds", "2", "--offline", "--cache-dir", cacheDir])
+        XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
+        XCTAssertEqual(try nginx.accessLog().count, 0)
+    }
 }
