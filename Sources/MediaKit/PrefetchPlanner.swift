@@ -25,7 +25,6 @@ public struct PrefetchPlanner: Sendable {
         let opened = try OpenedInput(input, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: false))
         let (source, context) = (opened.source, opened.context)
         let streams = try selection.streams(in: context)
-        let header = context.bytesRead
         let windowStart = context.startTime + start
         let windowEnd = windowStart + seconds
 
@@ -78,6 +77,9 @@ public struct PrefetchPlanner: Sendable {
         if indexed, let size = try source.size() {
             sampleSet = try PrefetchPlanner.withinFile(sampleSet, played: played, size: size, input: source.input)
         }
+        // Everything libavformat read, placing the window included (Cues, moofs it indexed on the
+        // way): an offline open and seek reads it again.
+        let header = context.bytesRead
         let sampleRanges = PrefetchPlanner.merge(sampleSet.ranges, gap: PrefetchPlanner.mergeGap)
         var floor = sampleSet
         floor.formUnion(header) // the first request already holds the first samples: count them once
@@ -152,53 +154,53 @@ public struct PrefetchPlanner: Sendable {
         }
     }
 
-    /// The fragments that hold the window, from a fragmented MP4's `mfra`: from the `moof` of the
-    /// sync sample at or before the start to the first `moof` at or after the end, plus the head of
-    /// that one (the demuxer reads it to learn that the window has ended). Nil without an `mfra`
-    /// read in place of libavformat's walk.
+    /// A window placed by index points that give positions but not sample sizes: from the point at
+    /// or before the start (where decoding starts) to the first point at or after the end, plus
+    /// the head of what follows (the demuxer reads into it to learn that the window has ended).
+    typealias PointWindow = (range: Range<Int64>, why: String, first: Double, last: Double?)
+
+    private static func window(_ points: [(time: Double, position: Int64)], from: Double, to: Double, size: Int64,
+                               startTime: Double, placedBy: String) -> PointWindow? {
+        guard let first = points.last(where: { $0.time <= from }) ?? points.first, first.position < size else { return nil }
+        let next = points.first { $0.time >= to && $0.position > first.position }
+        let end = min(size, (next?.position ?? size) + mergeGap)
+        let (firstTime, nextTime) = (first.time - startTime, next.map { $0.time - startTime })
+        let why = "the window is \(placedBy) from "
+            + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
+        return (first.position..<end, why, firstTime, nextTime)
+    }
+
+    /// The fragments of a fragmented MP4 whose `mfra` was read in place of libavformat's walk: from
+    /// the `moof` of the sync sample at or before the start to the first at or after the end.
     private static func fragmentWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
-                                       to: Double) throws -> (range: Range<Int64>, why: String, first: Double, last: Double?)? {
+                                       to: Double) throws -> PointWindow? {
         guard let timeline = context.fragmentTimeline, let size = try source.size() else { return nil }
         for stream in streams {
-            guard let id = context.containerID(stream: stream), let points = timeline.randomAccess[UInt32(bitPattern: id)],
-                  let timescale = timeline.defaults[UInt32(bitPattern: id)]?.timescale, !points.isEmpty else { continue }
-            let sorted = points.sorted { $0.time < $1.time }
-            let seconds = { (point: FragmentTimeline.RandomAccessPoint) in Double(point.time) / Double(timescale) }
-            let first = sorted.last { seconds($0) <= from } ?? sorted[0]
-            let next = sorted.first { seconds($0) >= to && $0.moof > first.moof }
-            let end = min(size, (next?.moof ?? size) + mergeGap)
-            let (firstTime, nextTime) = (seconds(first) - context.startTime, next.map { seconds($0) - context.startTime })
-            let why = "fragmented: the window is the fragments its mfra places from "
-                + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
-            return (first.moof..<end, why, firstTime, nextTime)
+            guard let id = context.containerID(stream: stream).map({ UInt32(bitPattern: $0) }),
+                  let points = timeline.randomAccess[id], let timescale = timeline.defaults[id]?.timescale, !points.isEmpty else { continue }
+            let placed = points.map { (time: Double($0.time) / Double(timescale), position: $0.moof) }.sorted { $0.time < $1.time }
+            return window(placed, from: from, to: to, size: size, startTime: context.startTime,
+                          placedBy: "the fragments its mfra places").map { ($0.range, "fragmented: " + $0.why, $0.first, $0.last) }
         }
         return nil
     }
 
-    /// The bytes that hold the window, from an index that gives positions but no sample sizes
-    /// (Matroska's Cues, an MP3's table of contents): from the point at or before the start (for
-    /// Matroska the cluster of a key frame, where decoding starts) to the first point at or after
-    /// the end, plus the head of what follows (the demuxer reads into it to learn that the window
-    /// has ended). Nil without such points reaching the window.
+    /// The bytes that hold the window, from Matroska's Cues (the clusters of key frames) or an MP3's
+    /// table of contents (the hundredths of its duration). Nil without such points reaching it.
     ///
     /// libavformat reads a Matroska file's Cues on its first seek, not with the header (until then
     /// its index holds the key frames it has met): the planner seeks to the beginning first, which
     /// those key frames already cover — a seek further into a file without Cues would read its way
     /// there cluster by cluster.
     private static func pointWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
-                                  to: Double) throws -> (range: Range<Int64>, why: String, first: Double, last: Double?)? {
+                                    to: Double) throws -> PointWindow? {
         guard context.formatName.hasPrefix("matroska") || context.formatName == "mp3", let size = try source.size() else { return nil }
         do { try context.seek(seconds: context.startTime) } catch { return nil }
         guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
-              let first = points.last(where: { $0.time <= from }) ?? points.first, first.position < size,
               let last = points.last, last.time >= from else { return nil }
-        let next = points.first { $0.time >= to && $0.position > first.position }
-        let end = min(size, (next?.position ?? size) + mergeGap)
-        let (firstTime, nextTime) = (first.time - context.startTime, next.map { $0.time - context.startTime })
-        let index = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
-        let why = "\(context.formatName): the window is \(index) from "
-            + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
-        return (first.position..<end, why, firstTime, nextTime)
+        let placedBy = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
+        return window(points.map { (time: $0.time, position: $0.position) }, from: from, to: to, size: size,
+                      startTime: context.startTime, placedBy: placedBy).map { ($0.range, context.formatName + ": " + $0.why, $0.first, $0.last) }
     }
 
     /// A byte window from the overall bit rate, for containers without an index (MPEG-TS, some MKV).
