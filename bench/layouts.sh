@@ -5,6 +5,7 @@
 # loopback, against ffprobe on the same origin; and the duration each reports.
 #   faststart / moov at end        plain MP4
 #   fragmented, mfra / no mfra     -movflags frag_keyframe+empty_moov (+skip_trailer): 300 fragments
+#   fragmented with sidx           -movflags dash+global_sidx (one sidx per track, as DASH on demand)
 #   Matroska with Cues             ffmpeg's matroska muxer (SeekHead, Cues at the end)
 #   Matroska without Cues          written to a pipe, as a browser's MediaRecorder writes WebM
 #   MP3 VBR                        libmp3lame -q:a 4 (Xing header)
@@ -28,6 +29,7 @@ layout() { # NAME FFMPEG-ARGS..., unless made before
 }
 layout frag-mfra.mp4 -c copy -movflags frag_keyframe+empty_moov -f mp4
 layout frag-no-mfra.mp4 -c copy -movflags frag_keyframe+empty_moov+skip_trailer -f mp4
+layout frag-sidx.mp4 -c copy -movflags dash+global_sidx -f mp4
 layout cues.mkv -c copy -f matroska
 [ -s "$L/no-cues.mkv" ] || ffmpeg -hide_banner -loglevel error -i "$SRC" -c copy -f matroska - > "$L/no-cues.mkv"
 layout vbr.mp3 -vn -c:a libmp3lame -q:a 4 -f mp3
@@ -42,7 +44,7 @@ bench_start_nginx "$L" "$WORK/nginx"
 cost() { sleep 0.3; echo "$(bench_log_requests) $(bench_log_bytes)"; } # nginx logs once a response is sent
 mb() { python3 -c "print(f'{$1 / 1e6:.2f}')"; }
 
-FILES="faststart.mp4 moov-end.mp4 frag-mfra.mp4 frag-no-mfra.mp4 cues.mkv no-cues.mkv vbr.mp3 stream.ts"
+FILES="faststart.mp4 moov-end.mp4 frag-mfra.mp4 frag-no-mfra.mp4 frag-sidx.mp4 cues.mkv no-cues.mkv vbr.mp3 stream.ts"
 if [[ " $JOBS " == *" probe "* ]]; then
     echo "## Cold probe"
     echo

@@ -24,17 +24,18 @@ public struct MP4Layout: Sendable, Equatable {
     /// A box claims bytes past the end of the file, or a header is malformed.
     public var damaged: String?
 
-    /// Fragments a file must have, by the first one's size, before a probe reads its timeline from
-    /// the index and the last fragment instead of letting libavformat read every one: below it,
-    /// reading them all costs a few requests and gives libavformat's durations exactly.
+    /// Fragments a file must have, by the first one's size, before jobs read its timeline from its
+    /// index instead of letting libavformat read every fragment: below it, reading them all costs
+    /// a few requests and gives libavformat's figures exactly.
     public static let fragmentsWorthSkipping: Int64 = 32
 
-    /// A fragmented file whose moov indexes no samples and which has no `sidx` in its first bytes
-    /// (libavformat reads a `sidx` and stops), with many fragments: reading each `moof` would
-    /// cost a request each.
-    public func fragmentsWorthSkipping(fileSize: Int64?) -> Bool {
-        guard movieExtends, !boxes.contains(where: { $0.type == "sidx" }), let fileSize,
-              let moof = boxes.first(where: { $0.type == "moof" }) else { return false }
+    /// A `sidx` among the first boxes: libavformat reads it and stops reading top-level boxes.
+    public var hasSegmentIndex: Bool { boxes.contains { $0.type == "sidx" } }
+
+    /// A fragmented file whose moov indexes no samples, with many fragments: reading each `moof`
+    /// would cost a request each.
+    public func manyFragments(fileSize: Int64?) -> Bool {
+        guard movieExtends, let fileSize, let moof = boxes.first(where: { $0.type == "moof" }) else { return false }
         let fragment = moof.size + (boxes.first { $0.offset == moof.end && $0.type == "mdat" }?.size ?? 0)
         return fileSize / max(fragment, 1) >= MP4Layout.fragmentsWorthSkipping
     }

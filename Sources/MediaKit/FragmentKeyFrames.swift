@@ -52,6 +52,14 @@ struct FragmentKeyFrames {
         }
     }
 
+    /// The track ID of a `traf`'s `tfhd`.
+    private func trackID(of traf: Range<Int64>, reader: inout LocalBoxReader) -> UInt32? {
+        guard let tfhd = reader.children(of: traf).first(where: { $0.box.type == "tfhd" }),
+              let bytes = reader.bytes(at: tfhd.body.lowerBound, count: 8) else { return nil }
+        var fields = FieldReader(bytes)
+        return fields.skip(4) ? fields.u32() : nil
+    }
+
     /// Where the sample `point` names is: its `traf`'s base (an explicit base offset, or the
     /// `moof` for the first `traf` or with default-base-is-moof), its `trun`'s data offset, and
     /// the sizes of the samples before it. Nil for what this does not follow (a later `traf` or
@@ -63,11 +71,13 @@ struct FragmentKeyFrames {
               let moofSize = moof.size, moofSize <= min(size - point.moof, FragmentTimeline.maximumBox) else { return nil }
         if !source.isLocal(point.moof..<point.moof + moofSize) { try source.prefetch(point.moof..<point.moof + moofSize) }
         let trafs = reader.children(of: point.moof + Int64(moof.headerSize)..<point.moof + moofSize).filter { $0.box.type == "traf" }
-        guard point.traf >= 1, Int(point.traf) <= trafs.count else { return nil }
+        // The track's own traf (a sidx does not number them); else the one the tfra numbers.
+        guard let number = trafs.firstIndex(where: { trackID(of: $0.body, reader: &reader) == track }).map({ $0 + 1 })
+                ?? (point.traf >= 1 && Int(point.traf) <= trafs.count ? Int(point.traf) : nil) else { return nil }
         var base: Int64?
         var defaultSize = defaults.sampleSize
         var runs: [[UInt8]] = []
-        for (box, body) in reader.children(of: trafs[Int(point.traf) - 1].body) where box.type == "tfhd" || box.type == "trun" {
+        for (box, body) in reader.children(of: trafs[number - 1].body) where box.type == "tfhd" || box.type == "trun" {
             guard let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { return nil }
             if box.type == "trun" { runs.append(bytes); continue }
             var fields = FieldReader(bytes)
@@ -75,7 +85,7 @@ struct FragmentKeyFrames {
             if flags & 0x01 != 0 {
                 guard let offset = fields.uint(8), offset < UInt64(size) else { return nil }
                 base = Int64(offset)
-            } else if point.traf == 1 || flags & 0x2_0000 != 0 {
+            } else if number == 1 || flags & 0x2_0000 != 0 {
                 base = point.moof
             }
             if flags & 0x02 != 0 { guard fields.skip(4) else { return nil } }

@@ -39,9 +39,13 @@ struct FragmentTimeline: Sendable, Equatable {
         var duration: Int64
     }
 
-    /// How the last `moof` was found.
+    /// Where the timeline came from.
     enum Index: Sendable {
+        /// The `sidx` boxes after the moov: every fragment's time and place, no tail read.
+        case sidx
+        /// The `mfra` at the end, and the last fragment.
         case mfra
+        /// The last fragment, found in the tail.
         case tail
     }
 
@@ -79,6 +83,11 @@ struct FragmentTimeline: Sendable, Equatable {
         let defaults = TrackDefaults.read(moov: moov, reader: &reader)
         guard !defaults.isEmpty else { return nil }
         let firstMoof = layout.boxes.first { $0.type == "moof" }
+        let reordered = firstMoof.map { hasCompositionOffsets($0, reader: &reader) } ?? true
+        if layout.hasSegmentIndex {
+            return try fromSegmentIndexes(layout.boxes.filter { $0.type == "sidx" }, size: size, defaults: defaults,
+                                          reordered: reordered, source: source, reader: &reader)
+        }
 
         try source.prefetch(max(moov.end, size - tailRead)..<size)
         var foundThrough = Index.mfra
@@ -108,9 +117,48 @@ struct FragmentTimeline: Sendable, Equatable {
                                      lastDuration: run.duration, start: starts[id].map { $0.end - $0.duration }) }
         }
         guard !tracks.isEmpty else { return nil }
-        let reordered = firstMoof.map { hasCompositionOffsets($0, reader: &reader) } ?? true
         return FragmentTimeline(tracks: tracks.sorted { $0.id < $1.id }, foundThrough: foundThrough,
                                 randomAccess: foundThrough == .mfra ? randomAccess : [:], reordered: reordered, defaults: defaults)
+    }
+
+    /// The timeline the `sidx` boxes give (one per track, as DASH on-demand files have them): each
+    /// reference a fragment starting with a sync sample, at `earliest_presentation_time` plus the
+    /// durations before it and `first_offset` plus the sizes before it. Nil for what this does not
+    /// follow (a `sidx` that points at other `sidx`, a fragment that does not start with a sync
+    /// sample) or sizes outside the file.
+    private static func fromSegmentIndexes(_ boxes: [BoxHeader], size: Int64, defaults: [UInt32: TrackDefaults], reordered: Bool,
+                                           source: any MediaSource, reader: inout LocalBoxReader) throws -> FragmentTimeline? {
+        var points: [UInt32: [RandomAccessPoint]] = [:]
+        var tracks: [Track] = []
+        for box in boxes {
+            guard box.size <= maximumBox else { return nil }
+            if !source.isLocal(box.range) { try source.prefetch(box.range) }
+            guard let bytes = reader.bytes(at: box.offset + Int64(box.headerSize), count: Int(box.size) - box.headerSize) else { return nil }
+            var fields = FieldReader(bytes)
+            let wide = bytes.first == 1 ? 8 : 4
+            guard fields.versionAndFlags() != nil, let id = fields.u32(), let scale = fields.u32(), scale > 0,
+                  let earliest = fields.uint(wide), let firstOffset = fields.uint(wide), fields.skip(2),
+                  let count = fields.uint(2), count * 12 <= UInt64(fields.remaining),
+                  let timescale = defaults[id]?.timescale, earliest <= UInt64(Int64.max / 4), firstOffset < UInt64(size) else { return nil }
+            // Times in the track's own timescale, as the tfra's and the moov's are.
+            let inTrack = { (t: Int64) -> Int64 in Int64((Double(t) * Double(timescale) / Double(scale)).rounded()) }
+            var (time, offset) = (Int64(earliest), box.end + Int64(firstOffset))
+            var list: [RandomAccessPoint] = []
+            for _ in 0..<count {
+                guard let reference = fields.u32(), let duration = fields.u32(), let sap = fields.u32(),
+                      reference & 0x8000_0000 == 0, sap & 0x8000_0000 != 0, offset < size else { return nil }
+                list.append(RandomAccessPoint(time: inTrack(time), moof: offset, traf: 1, trun: 1, sample: 1))
+                time += Int64(duration)
+                offset += Int64(reference & 0x7FFF_FFFF)
+            }
+            guard offset <= size else { return nil }
+            points[id, default: []] += list
+            tracks.append(Track(id: id, timescale: timescale, end: inTrack(time), lastSamples: 0, lastDuration: 0,
+                                start: inTrack(Int64(earliest))))
+        }
+        guard !tracks.isEmpty else { return nil }
+        return FragmentTimeline(tracks: tracks.sorted { $0.id < $1.id }, foundThrough: .sidx, randomAccess: points,
+                                reordered: reordered, defaults: defaults)
     }
 
     /// The sync samples the `mfra` lists, by track; empty when the file has no usable `mfra`.

@@ -9,10 +9,10 @@ struct OpenedInput {
     let context: FormatContext
     /// The source's counters before this job touched it, to report what the job cost.
     let before: SourceCounters
-    /// With `fragments` other than `.every`, a fragmented MP4 worth it
-    /// (`MP4Layout.fragmentsWorthSkipping`) has its timeline read by `FragmentTimeline`, and
+    /// With `fragments` other than `.every`, a fragmented MP4 with many fragments
+    /// (`MP4Layout.manyFragments`) has its timeline read by `FragmentTimeline`, and
     /// libavformat reads only its first fragment (`.first`, for a probe) or the ones a seek reaches
-    /// through the `mfra` (`.throughIndex`, which needs one); the timeline is the context's
+    /// through its `sidx` or `mfra` (`.throughIndex`, which needs one); the timeline is the context's
     /// `fragmentTimeline`. A file whose timeline cannot be read has every fragment read, as
     /// libavformat does by itself.
     init(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
@@ -27,10 +27,19 @@ struct OpenedInput {
             throw MediaError.streamingManifest(input: source.input, kind: kind)
         }
         var timeline: FragmentTimeline?
-        if fragments != .every, let layout, layout.fragmentsWorthSkipping(fileSize: try source.size()) {
-            timeline = try FragmentTimeline.read(layout: layout, source: source)
-            if case .throughIndex = fragments, timeline?.randomAccess.isEmpty != false || timeline?.reordered != false {
-                timeline = nil
+        if let layout, layout.manyFragments(fileSize: try source.size()) {
+            switch fragments {
+            case .every:
+                break
+            case .first:
+                // With a sidx libavformat stops at it and takes the duration from it: at the floor.
+                if !layout.hasSegmentIndex { timeline = try FragmentTimeline.read(layout: layout, source: source) }
+            case .throughIndex:
+                // With a sidx it stops too, and its index then holds the first fragment only: the
+                // sidx (or the mfra) places the others. B-frames make it read them all (see
+                // FragmentTimeline.reordered).
+                timeline = try FragmentTimeline.read(layout: layout, source: source)
+                if timeline?.randomAccess.isEmpty != false || timeline?.reordered != false { timeline = nil }
             }
         }
         do {

@@ -77,8 +77,13 @@ public struct Thumbnailer: Sendable {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
                                         + "--count and --every have nothing to spread over; give times with --at")
         }
-        let keyframes = entries.filter(\.isKeyframe)
         let offset = context.startTime
+        // A fragmented file's index can stop short of its end (libavformat read up to its sidx, and
+        // no timeline took its place): its key frames are then the first fragment's only, and the
+        // frames are found by seeking instead.
+        let stopsShort = opened.layout?.movieExtends == true && fragments == nil
+            && entries.last.map { last in duration.map { last.time < offset + $0 - 2 } ?? false } == true
+        let keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
         // For each requested time: the key frame at or before it (clamped to the last one).
         let times = options.requestedTimes(duration: duration ?? 0)
         for time in times where duration.map({ time >= $0 }) == true {

@@ -177,4 +177,55 @@ final class FragmentedMP4Tests: CLITestCase {
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
         XCTAssertEqual(try nginx.accessLog().count, 0)
     }
+
+    /// A DASH on-demand file: one `sidx` per track after the moov, after which libavformat stops
+    /// reading. Thumbnails were all the first frame (its index held the first fragment); the sidx
+    /// now places every fragment, as the mfra does.
+    func testASegmentIndexPlacesThumbnailsAndPrefetchesAndANoSyncIndexFallsBackToSeeking() throws {
+        let (www, names) = try makeFragmentedFiles()
+        let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/" + names[0], "-c", "copy",
+                                              "-movflags", "dash+global_sidx", "-f", "mp4", www + "/sidx.mp4"])
+        XCTAssertEqual(remux.status, 0, remux.stderr)
+        // The same file with every reference marked as not starting with a sync sample: no
+        // timeline can come from it, and libavformat's index is the first fragment's only.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/sidx.mp4")))
+        var p = 0
+        while p + 32 < min(bytes.count, 1 << 20) {
+            if bytes[p..<p + 4].elementsEqual(Array("sidx".utf8)) {
+                let version = bytes[p + 4], fixed = version == 1 ? 28 : 20 // version/flags, ID, scale, two times, reserved
+                let count = Int(bytes[p + 4 + fixed + 2]) << 8 | Int(bytes[p + 4 + fixed + 3])
+                for r in 0..<count { bytes[p + 4 + fixed + 4 + r * 12 + 8] &= 0x7F }
+            }
+            p += 1
+        }
+        _ = try writeFile("www/sidx-no-sap.mp4", bytes)
+        let nginx = try NginxServer(root: www)
+        var pts: [String: [Double]] = [:]
+        for name in [names[0], "sidx.mp4", "sidx-no-sap.mp4"] {
+            nginx.clearLog()
+            let set = try json(try mprobe(["thumbs", nginx.url("/" + name), "--count", "6", "--out", dir.file("t-" + name),
+                                           "--json", "--cache-dir", cacheDir]))
+            pts[name] = (set["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
+            if name == "sidx.mp4" { XCTAssertLessThanOrEqual(try nginx.accessLog().count, 2 + 2 * 6) }
+        }
+        XCTAssertEqual(pts[names[0]]?.count, 6)
+        XCTAssertEqual(pts["sidx.mp4"], pts[names[0]], "placed by the sidx")
+        // Found by libavformat's seeks: a key frame at most a second before each time asked, not six
+        // copies of the first frame.
+        let sought = try XCTUnwrap(pts["sidx-no-sap.mp4"])
+        XCTAssertEqual(sought.count, 6)
+        for (got, asked) in zip(sought, (0..<6).map { Double($0) * 40 / 6 }) {
+            XCTAssertTrue((asked - 1.05...asked + 0.05).contains(got), "\(sought)")
+        }
+
+        nginx.clearLog()
+        let plan = try json(try mprobe(["prefetch", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--json",
+                                        "--cache-dir", cacheDir]))
+        XCTAssertTrue((plan["note"] as? String ?? "").contains("fragments"), "\(plan)")
+        XCTAssertLessThanOrEqual(try nginx.accessLog().count, 4)
+        nginx.clearLog()
+        let check = try mprobe(["check", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--offline", "--cache-dir", cacheDir])
+        XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
+        XCTAssertEqual(try nginx.accessLog().count, 0)
+    }
 }
