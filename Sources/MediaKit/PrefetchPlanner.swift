@@ -170,7 +170,7 @@ public struct PrefetchPlanner: Sendable {
         return (first.position..<end, why, firstTime, nextTime)
     }
 
-    /// The fragments of a fragmented MP4 whose `mfra` was read in place of libavformat's walk: from
+    /// The fragments of a fragmented MP4 whose `sidx` or `mfra` was read in place of libavformat's walk: from
     /// the `moof` of the sync sample at or before the start to the first at or after the end.
     private static func fragmentWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
                                        to: Double) throws -> PointWindow? {
@@ -180,7 +180,7 @@ public struct PrefetchPlanner: Sendable {
                   let points = timeline.randomAccess[id], let timescale = timeline.defaults[id]?.timescale, !points.isEmpty else { continue }
             let placed = points.map { (time: Double($0.time) / Double(timescale), position: $0.moof) }.sorted { $0.time < $1.time }
             return window(placed, from: from, to: to, size: size, startTime: context.startTime,
-                          placedBy: "the fragments its mfra places").map { ($0.range, "fragmented: " + $0.why, $0.first, $0.last) }
+                          placedBy: "the fragments its \(timeline.foundThrough == .sidx ? "sidx" : "mfra") places").map { ($0.range, "fragmented: " + $0.why, $0.first, $0.last) }
         }
         return nil
     }
