@@ -125,7 +125,9 @@ struct FragmentTimeline: Sendable, Equatable {
     /// reference a fragment starting with a sync sample, at `earliest_presentation_time` plus the
     /// durations before it and `first_offset` plus the sizes before it. Nil for what this does not
     /// follow (a `sidx` that points at other `sidx`, a fragment that does not start with a sync
-    /// sample) or sizes outside the file.
+    /// sample) or sizes outside the file, and when the references do not cover the file: they must
+    /// end at its end, or where an `mfra` that ends it starts (as libavformat decides a `sidx` is
+    /// complete). A `sidx` per segment, each before its own, covers only the first segment.
     private static func fromSegmentIndexes(_ boxes: [BoxHeader], size: Int64, defaults: [UInt32: TrackDefaults], reordered: Bool,
                                            source: any MediaSource, reader: inout LocalBoxReader) throws -> FragmentTimeline? {
         var points: [UInt32: [RandomAccessPoint]] = [:]
@@ -151,7 +153,8 @@ struct FragmentTimeline: Sendable, Equatable {
                 time += Int64(duration)
                 offset += Int64(reference & 0x7FFF_FFFF)
             }
-            guard offset <= size else { return nil }
+            let covered = try offset == size || mfraStart(size: size, source: source, reader: &reader) == offset
+            guard covered else { return nil }
             points[id, default: []] += list
             tracks.append(Track(id: id, timescale: timescale, end: inTrack(time), lastSamples: 0, lastDuration: 0,
                                 start: inTrack(Int64(earliest))))
@@ -161,17 +164,24 @@ struct FragmentTimeline: Sendable, Equatable {
                                 reordered: reordered, defaults: defaults)
     }
 
+    /// Where an `mfra` that ends the file starts, from the `mfro` in its last 16 bytes.
+    private static func mfraStart(size: Int64, source: any MediaSource, reader: inout LocalBoxReader) throws -> Int64? {
+        guard size >= 16 else { return nil }
+        if !source.isLocal(size - 16..<size) { try source.prefetch(size - 16..<size) }
+        guard let tail = reader.bytes(at: size - 16, count: 16) else { return nil }
+        var mfro = FieldReader(tail)
+        guard mfro.u32() == 16, mfro.uint(4) == 0x6D66_726F /* mfro */, mfro.skip(4), let mfraSize = mfro.u32().map(Int64.init),
+              mfraSize > 16, mfraSize <= size else { return nil }
+        return size - mfraSize
+    }
+
     /// The sync samples the `mfra` lists, by track; empty when the file has no usable `mfra`.
     private static func randomAccessPoints(size: Int64, source: any MediaSource,
                                            reader: inout LocalBoxReader) throws -> [UInt32: [RandomAccessPoint]] {
-        guard size >= 16, let tail = reader.bytes(at: size - 16, count: 16) else { return [:] }
-        var mfro = FieldReader(tail)
-        guard mfro.u32() == 16, mfro.uint(4) == 0x6D66_726F /* mfro */, mfro.skip(4), let mfraSize = mfro.u32().map(Int64.init),
-              mfraSize > 16, mfraSize <= min(size, maximumBox) else { return [:] }
-        let start = size - mfraSize
+        guard let start = try mfraStart(size: size, source: source, reader: &reader), size - start <= maximumBox else { return [:] }
         if !source.isLocal(start..<size) { try source.prefetch(start..<size) }
         guard let mfra = try StatedBox.readIfWellFormed(from: source, at: start), mfra.type == "mfra",
-              mfra.size == mfraSize else { return [:] }
+              mfra.size == size - start else { return [:] }
         var points: [UInt32: [RandomAccessPoint]] = [:]
         for (box, body) in reader.children(of: start + Int64(mfra.headerSize)..<size) where box.type == "tfra" {
             guard let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
