@@ -17,6 +17,7 @@ final class Encoder {
     /// The corresponding FFmpeg functions are `avcodec_find_encoder_by_name`, `avcodec_alloc_context3`
     /// and `avcodec_open2`.
     init(format: ImageFormat, width: Int, height: Int, quality: Int) throws {
+        try FFmpegLibraries.require() // sprite sheets encode without a demuxer opened first
         guard let codec = ff.avcodec_find_encoder_by_name(format.encoderName) else {
             throw MediaError.malformed(input: "encoder", detail: "this FFmpeg has no \(format.encoderName) encoder")
         }

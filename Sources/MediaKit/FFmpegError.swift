@@ -12,6 +12,7 @@ public struct FFmpegError: Error, CustomStringConvertible, Equatable {
 
     /// FFmpeg's text for an AVERROR code (`av_strerror`).
     public static func message(for code: Int32) -> String {
+        guard FFmpegLibraries.available else { return "error \(code)" }
         var buffer = [CChar](repeating: 0, count: 256)
         _ = ff.av_strerror(code, &buffer, buffer.count)
         let bytes = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }

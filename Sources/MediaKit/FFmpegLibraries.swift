@@ -4,9 +4,10 @@ import Synchronization
 
 /// FFmpeg's functions: `ff.avcodec_get_name(id)`. mprobe is not linked against FFmpeg (see
 /// CFFmpeg.h: commands that never demux start without loading it); the table is filled on first
-/// use. Every path into FFmpeg starts at `FormatContext.init`, which calls
-/// `FFmpegLibraries.require()` and so turns missing libraries into an error a person can act on;
-/// reaching here without it, with libraries that cannot be loaded, stops with the loader's reason.
+/// use. Every path into FFmpeg starts where `FFmpegLibraries.require()` is called first
+/// (`FormatContext.init`, `Encoder.init`), which turns missing libraries into an error a person can
+/// act on, and `FFmpegError` does not call in without them: no input reaches the stop below, only
+/// a new path into FFmpeg that skipped `require()`, which is a bug.
 let ff: mp_ffmpeg = {
     switch FFmpegLibraries.loading {
     case .success(let table): return table
@@ -35,6 +36,12 @@ public enum FFmpegLibraries {
     static func loadInBackground() {
         guard !settled.load(ordering: .acquiring) else { return }
         Thread.detachNewThread { _ = loading }
+    }
+
+    /// The libraries are loaded (without loading them).
+    static var available: Bool {
+        guard settled.load(ordering: .acquiring), case .success = loading else { return false }
+        return true
     }
 
     /// Loads FFmpeg's libraries unless done already; throws when they cannot be.
