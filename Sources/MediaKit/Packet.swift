@@ -24,6 +24,9 @@ final class Packet {
     /// Decode timestamp in the stream's time base, nil when the demuxer does not know it.
     var dts: Int64? { Packet.known(pointer.pointee.dts) }
     var pts: Int64? { Packet.known(pointer.pointee.pts) }
+    /// Where the packet starts in the file, nil when the demuxer does not say.
+    var position: Int64? { pointer.pointee.pos >= 0 ? pointer.pointee.pos : nil }
+    var size: Int64 { Int64(pointer.pointee.size) }
 
     /// The payload (an encoder's output), copied out.
     var bytes: [UInt8] {

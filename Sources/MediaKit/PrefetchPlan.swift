@@ -6,9 +6,11 @@ public struct PrefetchPlan: Sendable {
     public struct Track: Sendable {
         public let index: Int
         public let kind: TrackInfo.Kind
-        /// Samples in the window (for video, from the key frame at or before the start).
-        public let samples: Int
-        public let bytes: Int64
+        /// Samples in the window (for video, from the key frame at or before the start). Nil for a
+        /// window placed by positions (Cues, a table of contents, fragments) whose bytes are not
+        /// here to count: the index says where the window lies, not what it holds.
+        public let samples: Int?
+        public let bytes: Int64?
         /// Decode times of the first and last planned sample, seconds.
         public let firstTime: Double?
         public let lastTime: Double?

@@ -62,6 +62,9 @@ public struct PrefetchPlanner: Sendable {
         planned.sort { $0.index < $1.index }
         var note: String?
         var estimated = false
+        // Everything libavformat read, placing the window included (Cues, moofs it indexed on the
+        // way): an offline open and seek reads it again.
+        var placedHeader: ByteRangeSet?
         if !indexed {
             let clusters = try PrefetchPlanner.fragmentWindow(context: context, streams: ordered, source: source,
                                                               from: windowStart, to: windowEnd)
@@ -70,16 +73,18 @@ public struct PrefetchPlanner: Sendable {
             estimated = clusters == nil
             sampleSet.insert(range)
             note = why
-            // Whole stretches between index points: their times are known, their samples not counted.
-            planned = streams.map { PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: 0, bytes: 0,
-                                                       firstTime: clusters?.first, lastTime: clusters?.last) }
+            placedHeader = context.bytesRead // before the window's packets are read to count them
+            // Whole stretches between index points: their times are known, their samples counted
+            // only where the bytes are here to read.
+            planned = try clusters.flatMap { try PrefetchPlanner.count(clusters: $0, context: context, streams: streams,
+                                                                      source: source, cancellation: session.cancellation) }
+                ?? streams.map { PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: nil, bytes: nil,
+                                                    firstTime: clusters?.first, lastTime: clusters?.last) }
         }
         if indexed, let size = try source.size() {
             sampleSet = try PrefetchPlanner.withinFile(sampleSet, played: played, size: size, input: source.input)
         }
-        // Everything libavformat read, placing the window included (Cues, moofs it indexed on the
-        // way): an offline open and seek reads it again.
-        let header = context.bytesRead
+        let header = placedHeader ?? context.bytesRead
         let sampleRanges = PrefetchPlanner.merge(sampleSet.ranges, gap: PrefetchPlanner.mergeGap)
         var floor = sampleSet
         floor.formUnion(header) // the first request already holds the first samples: count them once
@@ -157,17 +162,19 @@ public struct PrefetchPlanner: Sendable {
     /// A window placed by index points that give positions but not sample sizes: from the point at
     /// or before the start (where decoding starts) to the first point at or after the end, plus
     /// the head of what follows (the demuxer reads into it to learn that the window has ended).
-    typealias PointWindow = (range: Range<Int64>, why: String, first: Double, last: Double?)
+    /// `stop` is where the next point's bytes start (or the end of the file).
+    typealias PointWindow = (range: Range<Int64>, stop: Int64, why: String, first: Double, last: Double?)
 
     private static func window(_ points: [(time: Double, position: Int64)], from: Double, to: Double, size: Int64,
                                startTime: Double, placedBy: String) -> PointWindow? {
         guard let first = points.last(where: { $0.time <= from }) ?? points.first, first.position < size else { return nil }
         let next = points.first { $0.time >= to && $0.position > first.position }
-        let end = min(size, (next?.position ?? size) + mergeGap)
-        let (firstTime, nextTime) = (first.time - startTime, next.map { $0.time - startTime })
+        let stop = min(size, next?.position ?? size)
+        // A point a hair before the container's start (rounding between time bases) is its start.
+        let (firstTime, nextTime) = (max(0, first.time - startTime), next.map { $0.time - startTime })
         let why = "the window is \(placedBy) from "
             + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
-        return (first.position..<end, why, firstTime, nextTime)
+        return (first.position..<min(size, stop + mergeGap), stop, why, firstTime, nextTime)
     }
 
     /// The fragments of a fragmented MP4 whose `sidx` or `mfra` was read in place of libavformat's walk: from
@@ -180,7 +187,7 @@ public struct PrefetchPlanner: Sendable {
                   let points = timeline.randomAccess[id], let timescale = timeline.defaults[id]?.timescale, !points.isEmpty else { continue }
             let placed = points.map { (time: Double($0.time) / Double(timescale), position: $0.moof) }.sorted { $0.time < $1.time }
             return window(placed, from: from, to: to, size: size, startTime: context.startTime,
-                          placedBy: "the fragments its \(timeline.foundThrough == .sidx ? "sidx" : "mfra") places").map { ($0.range, "fragmented: " + $0.why, $0.first, $0.last) }
+                          placedBy: "the fragments its \(timeline.foundThrough == .sidx ? "sidx" : "mfra") places").map { ($0.range, $0.stop, "fragmented: " + $0.why, $0.first, $0.last) }
         }
         return nil
     }
@@ -200,7 +207,39 @@ public struct PrefetchPlanner: Sendable {
               let last = points.last, last.time >= from else { return nil }
         let placedBy = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
         return window(points.map { (time: $0.time, position: $0.position) }, from: from, to: to, size: size,
-                      startTime: context.startTime, placedBy: placedBy).map { ($0.range, context.formatName + ": " + $0.why, $0.first, $0.last) }
+                      startTime: context.startTime, placedBy: placedBy).map { ($0.range, $0.stop, context.formatName + ": " + $0.why, $0.first, $0.last) }
+    }
+
+    /// The samples and bytes per track of a window placed by positions, counted by reading its
+    /// packets: those that start between the window's first point and the next. Only where every
+    /// byte from the window to the end of the file is here (a file, or a whole cached copy), since
+    /// the demuxer reads into what follows to find where the window ends: a plan fetches nothing
+    /// but the index. Nil otherwise.
+    private static func count(clusters window: PointWindow, context: FormatContext, streams: [Int], source: any MediaSource,
+                              cancellation: Cancellation) throws -> [PrefetchPlan.Track]? {
+        guard let size = try source.size(), source.isLocal(window.range.lowerBound..<size) else { return nil }
+        try context.seek(seconds: context.startTime + window.first)
+        var counts = Dictionary(uniqueKeysWithValues: streams.map { ($0, (samples: 0, bytes: Int64(0), first: Double?.none, last: Double?.none)) })
+        let packet = try Packet()
+        while try context.readPacket(into: packet) {
+            if cancellation.isCancelled { throw MediaError.interrupted }
+            let position = packet.position ?? window.range.lowerBound
+            if position >= window.stop { break }
+            guard position >= window.range.lowerBound, var c = counts[packet.streamIndex] else { continue }
+            c.samples += 1
+            c.bytes += packet.size
+            if let pts = packet.pts ?? packet.dts {
+                let time = context.seconds(pts, stream: packet.streamIndex) - context.startTime
+                c.first = min(c.first ?? time, time)
+                c.last = max(c.last ?? time, time)
+            }
+            counts[packet.streamIndex] = c
+        }
+        return streams.map {
+            let c = counts[$0]!
+            return PrefetchPlan.Track(index: $0, kind: context.kind(ofStream: $0), samples: c.samples, bytes: c.bytes,
+                                      firstTime: c.first, lastTime: c.last)
+        }
     }
 
     /// A byte window from the overall bit rate, for containers without an index (MPEG-TS, some MKV).

@@ -10,7 +10,8 @@ public enum PrefetchReport {
         .array(ranges.map { .object([("start", .double(ms($0.lowerBound))), ("end", .double(ms($0.upperBound)))]) })
     }
 
-    public static func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
+    /// Milliseconds, and never -0.0 (a time a hair before the start rounds to 0, not "-0").
+    public static func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 + 0 }
 
     public static func json(_ o: PrefetchResult, planOnly: Bool) -> JSON {
         let p = o.plan
@@ -25,7 +26,7 @@ public enum PrefetchReport {
             ("tracks", .array(p.tracks.map { t in
                 let buffered = o.buffered.first { $0.index == t.index }?.ranges ?? []
                 return .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
-                                ("samples", .int(t.samples)), ("bytes", .int(t.bytes)),
+                                ("samples", t.samples.map { .int($0) } ?? .null), ("bytes", t.bytes.map { .int($0) } ?? .null),
                                 ("first_time", t.firstTime.map { .double(ms($0)) } ?? .null),
                                 ("last_time", t.lastTime.map { .double(ms($0)) } ?? .null),
                                 ("buffered", timeRangesJSON(buffered))])

@@ -15,11 +15,11 @@ enum PrefetchOutput {
             var line = "  #\(t.index) \(t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))"
             if p.estimated {
                 line += "  (no index)"
-            } else if t.samples == 0, let a = t.firstTime {
+            } else if let a = t.firstTime, t.samples == nil {
                 // Whole stretches between index points (Cues, a table of contents): samples not counted.
                 line += String(format: "  between index points  %.3f–%@", a, t.lastTime.map { String(format: "%.3f s", $0) } ?? "end")
-            } else {
-                line += String(format: "  %d samples  %@", t.samples, Console.humanBytes(t.bytes))
+            } else if let samples = t.samples, let bytes = t.bytes {
+                line += String(format: "  %d samples  %@", samples, Console.humanBytes(bytes))
                 if let a = t.firstTime, let b = t.lastTime { line += String(format: "  %.3f–%.3f s", a, b) }
             }
             if let buffer = o.buffered.first(where: { $0.index == t.index }) {
