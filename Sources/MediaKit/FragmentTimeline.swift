@@ -76,8 +76,10 @@ struct FragmentTimeline: Sendable, Equatable {
     static let maximumBox: Int64 = 16 << 20
 
     /// Nil when the moov does not describe fragments, or when the last fragment cannot be found or
-    /// read (no `tfdt`, a damaged `mfra` and a tail without a verifiable `moof`).
-    static func read(layout: MP4Layout, source: any MediaSource) throws -> FragmentTimeline? {
+    /// read (no `tfdt`, a damaged `mfra` and a tail without a verifiable `moof`). `randomAccessOnly`:
+    /// nil without a `sidx` or `mfra` too, before the tail is searched for the last `moof` (a job
+    /// that seeks has no use for a timeline without random access points).
+    static func read(layout: MP4Layout, source: any MediaSource, randomAccessOnly: Bool = false) throws -> FragmentTimeline? {
         guard let moov = layout.moov, let size = try source.size(), size > moov.end else { return nil }
         var reader = LocalBoxReader(source: source)
         let defaults = TrackDefaults.read(moov: moov, reader: &reader)
@@ -94,6 +96,7 @@ struct FragmentTimeline: Sendable, Equatable {
         let randomAccess = try randomAccessPoints(size: size, source: source, reader: &reader)
         var lastMoof = randomAccess.values.joined().map(\.moof).max()
         if lastMoof == nil {
+            if randomAccessOnly { return nil }
             foundThrough = .tail
             let fragment = firstMoof.map { moof in (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size } ?? 0
             // Twice the first fragment, then (fragments that grow) the most a probe reads of a tail.

@@ -38,8 +38,14 @@ struct OpenedInput {
                 // With a sidx it stops too, and its index then holds the first fragment only: the
                 // sidx (or the mfra) places the others. B-frames make it read them all (see
                 // FragmentTimeline.reordered).
-                timeline = try FragmentTimeline.read(layout: layout, source: source)
+                timeline = try FragmentTimeline.read(layout: layout, source: source, randomAccessOnly: true)
+                let listed = timeline?.randomAccess.values.joined().map(\.moof) ?? []
                 if timeline?.randomAccess.isEmpty != false || timeline?.reordered != false { timeline = nil }
+                // libavformat will read every moof: they come first, in small reads (MoofChain).
+                if timeline == nil, let moof = layout.boxes.first(where: { $0.type == "moof" }) {
+                    try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof)
+                        .prefetch(from: moof.offset, known: listed)
+                }
             }
         }
         do {
