@@ -38,6 +38,7 @@ public struct PrefetchPlanner: Sendable {
         // needed from there (a player drops them, but the demuxer reads them).
         let ordered = streams.sorted { (context.kind(ofStream: $0) == .video ? 0 : 1) < (context.kind(ofStream: $1) == .video ? 0 : 1) }
         var from = windowStart
+        var reachTime = -Double.infinity // the latest decode time of a track's sample after the window
         if opened.layout?.fragmented == true, context.fragmentTimeline == nil {
             try PrefetchPlanner.indexFragments(upTo: windowEnd, context: context, streams: ordered,
                                                cancellation: session.cancellation)
@@ -50,6 +51,7 @@ public struct PrefetchPlanner: Sendable {
             let kind = context.kind(ofStream: index)
             let chosen = PrefetchPlanner.window(entries, from: from, to: windowEnd, fromKeyframe: kind == .video)
             if kind == .video, let keyframe = chosen.first { from = min(from, keyframe.decodeTime) }
+            if let last = chosen.last { reachTime = max(reachTime, last.decodeTime) }
             for e in chosen {
                 sampleSet.insert(e.byteRange)
                 if e.time < windowEnd { played.insert(e.byteRange) }
@@ -58,6 +60,10 @@ public struct PrefetchPlanner: Sendable {
                                               bytes: chosen.reduce(0) { $0 + $1.size },
                                               firstTime: chosen.first.map { $0.time - context.startTime },
                                               lastTime: chosen.last.map { $0.time - context.startTime }))
+        }
+        if indexed {
+            sampleSet.formUnion(PrefetchPlanner.readOnTheWay(context: context, streams: ordered, sampleSet: sampleSet,
+                                                             from: windowEnd, to: reachTime))
         }
         planned.sort { $0.index < $1.index }
         var note: String?
@@ -114,6 +120,28 @@ public struct PrefetchPlanner: Sendable {
         while last + 1 < entries.count && entries[last + 1].time < to { last += 1 }
         if last + 1 < entries.count { last += 1 }
         return Array(entries[first...last])
+    }
+
+    /// libavformat's MP4 demuxer takes the next sample by file position among tracks whose next
+    /// decode times are within a second of each other, not strictly by time: to reach a track's
+    /// first sample past the window (which tells it that track's window ended), it reads the
+    /// other tracks' samples that lie before it, though they are past their own window's end. A
+    /// fragment holds its video run before its audio run, so the audio sample after a window ending
+    /// at a fragment's start sits behind a second of that fragment's video: the check of such a
+    /// window read 190 KB the plan had left out. These are the samples of the selected tracks
+    /// between the window's first byte and the last one it reaches, decoded from the window's end
+    /// to a second after the last sample after it (`reach`).
+    private static func readOnTheWay(context: FormatContext, streams: [Int], sampleSet: ByteRangeSet,
+                                     from end: Double, to reach: Double) -> ByteRangeSet {
+        guard let first = sampleSet.ranges.first?.lowerBound, let last = sampleSet.ranges.last?.lowerBound else { return ByteRangeSet() }
+        var more = ByteRangeSet()
+        for index in streams {
+            for e in context.indexEntries(stream: index)
+            where e.position > first && e.position < last && e.decodeTime >= end - 1 && e.decodeTime <= reach + 1 {
+                more.insert(e.byteRange)
+            }
+        }
+        return more
     }
 
     /// The sample ranges that lie in a file of `size` bytes. A sample the window plays that lies
@@ -178,18 +206,31 @@ public struct PrefetchPlanner: Sendable {
     }
 
     /// The fragments of a fragmented MP4 whose `sidx` or `mfra` was read in place of libavformat's walk: from
-    /// the `moof` of the sync sample at or before the start to the first at or after the end.
+    /// the `moof` of the sync sample at or before the start to the first at or after the end. A
+    /// muxer lets audio lag video when it interleaves, so another track's sample after the window
+    /// can sit in a later fragment than the video's, behind its video: the window then reaches
+    /// past the fragment where that track's own points pass the end (a window ending where a
+    /// fragment starts could not be played offline: its audio lay behind that fragment's video).
     private static func fragmentWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
                                        to: Double) throws -> PointWindow? {
         guard let timeline = context.fragmentTimeline, let size = try source.size() else { return nil }
-        for stream in streams {
+        let placed: [[(time: Double, position: Int64)]] = streams.compactMap { stream in
             guard let id = context.containerID(stream: stream).map({ UInt32(bitPattern: $0) }),
-                  let points = timeline.randomAccess[id], let timescale = timeline.defaults[id]?.timescale, !points.isEmpty else { continue }
-            let placed = points.map { (time: Double($0.time) / Double(timescale), position: $0.moof) }.sorted { $0.time < $1.time }
-            return window(placed, from: from, to: to, size: size, startTime: context.startTime,
-                          placedBy: "the fragments its \(timeline.foundThrough == .sidx ? "sidx" : "mfra") places").map { ($0.range, $0.stop, "fragmented: " + $0.why, $0.first, $0.last) }
+                  let points = timeline.randomAccess[id], let timescale = timeline.defaults[id]?.timescale, !points.isEmpty else { return nil }
+            return points.map { (time: Double($0.time) / Double(timescale), position: $0.moof) }.sorted { $0.time < $1.time }
         }
-        return nil
+        let through = timeline.foundThrough == .sidx ? "sidx" : "mfra"
+        guard let lead = placed.first, let w = window(lead, from: from, to: to, size: size, startTime: context.startTime,
+                                                      placedBy: "the fragments its \(through) places") else { return nil }
+        // Another track's first sample at or after the end can be the first of the fragment its
+        // next point starts, behind that fragment's video run; the demuxer reads the video that is
+        // within a second of it first (see `readOnTheWay`). Such a fragment is taken whole.
+        let stop = placed.dropFirst().reduce(w.stop) { stop, points in
+            guard let next = points.firstIndex(where: { $0.time > to && $0.position > w.range.lowerBound }) else { return size }
+            let whole = points[next].time < to + 1 ? points[(next + 1)...].first { $0.position > points[next].position } : points[next]
+            return max(stop, whole?.position ?? size)
+        }
+        return (w.range.lowerBound..<min(size, stop + mergeGap), stop, "fragmented: " + w.why, w.first, w.last)
     }
 
     /// The bytes that hold the window, from Matroska's Cues (the clusters of key frames) or an MP3's

@@ -140,6 +140,53 @@ final class FragmentedMP4Tests: CLITestCase {
         XCTAssertEqual(try nginx.accessLog().count, 0)
     }
 
+    /// Without an `mfra` (or with B-frames) libavformat reads every `moof` to seek: they are fetched
+    /// one small range each (`MoofChain`), not with a readahead window per fragment that pulled in
+    /// most of the file up to the window.
+    func testWithoutAnMfraSeekingJobsFetchTheMoofsNotTheFragmentsAndPlayOffline() throws {
+        let (www, names) = try makeFragmentedFiles()
+        let nginx = try NginxServer(root: www)
+        let url = nginx.url("/" + names[1])
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/" + names[1])[.size] as? Int64)
+        try mprobe(["prefetch", url, "--start", "30", "--seconds", "5", "--cache-dir", cacheDir])
+        // 80 fragments: the head, one small range per moof, the window (29.5–35.5 s of 40 s).
+        let sent = try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThanOrEqual(sent, size / 4, "the moofs and the window, not the fragments before it")
+        nginx.clearLog()
+        let check = try mprobe(["check", url, "--start", "30", "--seconds", "5", "--offline", "--cache-dir", cacheDir])
+        XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
+        XCTAssertEqual(try nginx.accessLog().count, 0)
+
+        nginx.clearLog()
+        try mprobe(["thumbs", url, "--count", "8", "--out", dir.file("thumbs"), "--cache-dir", dir.file("cold")])
+        XCTAssertLessThanOrEqual(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, size / 4)
+    }
+
+    /// A window that ends where a fragment starts: the audio sample after it is that fragment's
+    /// first, behind its video, which the demuxer reads on its way there. Both the plan from the
+    /// `mfra` and the one from libavformat's index (B-frames) take it, and the window plays offline.
+    func testAWindowEndingWhereAFragmentStartsPlaysOffline() throws {
+        for bFrames in [false, true] {
+            let www = dir.file("www-\(bFrames)")
+            try encodeRecording(www + "/long-fragments.mp4", muxing: ["-g", "30", "-b:v", "1M", "-movflags", "frag_keyframe+empty_moov"],
+                                bFrames: bFrames)
+            // 40 fragments of 1 s (enough for the mfra to place them), each larger than the head of
+            // the next one a window takes: the window ends where the one after 15 s starts.
+            let keys = try FFprobeOracle.run(["-v", "error", "-select_streams", "v", "-skip_frame", "nokey", "-show_entries",
+                                              "frame=pts_time", "-of", "csv=p=0", www + "/long-fragments.mp4"])
+            let boundary = try XCTUnwrap(keys.stdoutString.split(separator: "\n").compactMap { Double($0) }.first { $0 > 15 })
+            let start = String(format: "%.6f", boundary - 4)
+            let nginx = try NginxServer(root: www)
+            let url = nginx.url("/long-fragments.mp4")
+            let cache = dir.file("cache-\(bFrames)")
+            try mprobe(["prefetch", url, "--start", start, "--seconds", "4", "--cache-dir", cache])
+            nginx.clearLog()
+            let check = try mprobe(["check", url, "--start", start, "--seconds", "4", "--offline", "--cache-dir", cache])
+            XCTAssertTrue(check.stdoutString.contains("plays"), "B-frames \(bFrames): \(check.stdoutString)")
+            XCTAssertEqual(try nginx.accessLog().count, 0)
+        }
+    }
+
     /// With B-frames, libavformat puts presentation times two frames apart depending on whether it
     /// read every fragment; jobs that seek read them all then, and agree with the files read so.
     func testSeekingJobsOnAFragmentedFileWithBFramesAgreeWithReadingEveryFragment() throws {
