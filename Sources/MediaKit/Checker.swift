@@ -28,20 +28,64 @@ public struct Checker: Sendable {
         public var ok: Bool { tracks.allSatisfy { $0.errors.isEmpty && $0.complete } }
     }
 
+    /// The variant an HLS stream is checked in (the one `prefetch --variant` kept).
+    public var pick = VariantPick.best
+
     public init() {}
 
     /// Runs on one version of the resource: if it changes during the check, the check starts over
-    /// on the new version (`MediaSession.onOneVersion`).
+    /// on the new version (`MediaSession.onOneVersion`). An HLS playlist is checked as a player
+    /// of `pick` reads it: the segments of the window, one after the other (`checkStream`).
     public func check(_ input: String, session: MediaSession, start: Double, seconds: Double,
                       tracks selection: TrackSelection = .defaults) throws -> Result {
         try session.onOneVersion {
-            try checkOnce(input, session: session, start: start, seconds: seconds, tracks: selection)
+            let source = try session.open(input)
+            do {
+                let opened = try OpenedInput(source: source, session: session, findStreamInfo: true,
+                                             fragments: .throughIndex(oneStream: true))
+                return try checkOnce(opened, session: session, start: start, seconds: seconds, tracks: selection)
+            } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+                return try checkStream(input, session: session, start: start, seconds: seconds, tracks: selection)
+            }
         }
     }
 
-    private func checkOnce(_ input: String, session: MediaSession, start: Double, seconds: Double,
-                           tracks selection: TrackSelection) throws -> Result {
-        let opened = try OpenedInput(input, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
+    /// Each media playlist the variant plays (its own, an audio rendition's) read as a player's
+    /// demuxer reads it: the initialization section and the window's segments in a row
+    /// (`SpanSource`), checked from the window's start within them. Tracks are numbered across them.
+    private func checkStream(_ input: String, session: MediaSession, start: Double, seconds: Double,
+                             tracks selection: TrackSelection) throws -> Result {
+        var playlists = StreamPlaylists(session: session)
+        let chosen = try StreamSelection.select(input, pick: pick, playlists: &playlists)
+        try chosen.checkWindow(input, start: start)
+        var tracks: [TrackResult] = []
+        for p in chosen.playlists {
+            let segments = p.media.segments(from: start, to: start + seconds)
+            guard let first = segments.first else { continue }
+            var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
+            if let map = first.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
+            for s in segments { pieces.append((try session.open(s.uri), s.byteRange)) }
+            let span = try SpanSource(input: p.uri, pieces: pieces)
+            playlists.add(span.parts.map(\.source))
+            let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
+            let within = max(0, start - first.start)
+            let r = try checkOnce(opened, session: session, start: within, seconds: seconds,
+                                  tracks: p.role == "audio" ? .some(indices: [], kinds: [.audio]) : selection, seek: false)
+            for t in r.tracks {
+                var renumbered = TrackResult(index: tracks.count, kind: t.kind, codec: t.codec)
+                (renumbered.frames, renumbered.packets, renumbered.errors) = (t.frames, t.packets, t.errors)
+                (renumbered.lastTime, renumbered.complete) = (t.lastTime.map { $0 + first.start }, t.complete)
+                tracks.append(renumbered)
+            }
+        }
+        return Result(input: input, start: start, seconds: seconds, tracks: tracks, fetch: playlists.counters)
+    }
+
+    /// `seek: false` reads from the beginning (a stream's segment, which a player reads from its
+    /// start) and counts from `start`: libavformat's MPEG-TS seek lands near the time and the
+    /// decoder then waits for the next key frame, a second or more later.
+    private func checkOnce(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,
+                           tracks selection: TrackSelection, seek: Bool = true) throws -> Result {
         let context = opened.context
         let streams = try selection.streams(in: context)
         let offset = context.startTime
@@ -62,7 +106,7 @@ public struct Checker: Sendable {
         for index in streams where context.indexEntryCount(stream: index) == 0 {
             if let problem = opened.tableProblem(track: index) { results[index]?.errors.append(problem) }
         }
-        if start > 0 {
+        if start > 0 && seek {
             do { try context.seek(seconds: windowStart) } catch { throw opened.explain(error, seconds: start) }
         }
         let packet = try Packet()

@@ -18,7 +18,15 @@ struct OpenedInput {
     init(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
          walker: BoxWalker = BoxWalker()) throws {
         FFmpegLibraries.loadInBackground()
-        source = try session.open(input)
+        try self.init(source: try session.open(input), session: session, findStreamInfo: findStreamInfo, fragments: fragments,
+                      walker: walker)
+    }
+
+    /// The same over a source made by the caller (a segment of a stream: `SpanSource`).
+    init(source: any MediaSource, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
+         walker: BoxWalker = BoxWalker()) throws {
+        FFmpegLibraries.loadInBackground()
+        self.source = source
         before = source.counters
         layout = try walker.walk(source) // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).

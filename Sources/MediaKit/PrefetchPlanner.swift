@@ -22,7 +22,17 @@ public struct PrefetchPlanner: Sendable {
 
     public func plan(_ input: String, session: MediaSession, start: Double, seconds: Double,
                      tracks selection: TrackSelection = .defaults) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
-        let opened = try OpenedInput(input, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: false))
+        try plan(try PrefetchPlanner.open(session.open(input), session: session), session: session, start: start, seconds: seconds,
+                 tracks: selection)
+    }
+
+    /// How a plan opens its input.
+    static func open(_ source: any MediaSource, session: MediaSession) throws -> OpenedInput {
+        try OpenedInput(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: false))
+    }
+
+    func plan(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,
+              tracks selection: TrackSelection) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
         let (source, context) = (opened.source, opened.context)
         let streams = try selection.streams(in: context)
         let windowStart = context.startTime + start

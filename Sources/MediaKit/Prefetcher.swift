@@ -15,9 +15,20 @@ public struct Prefetcher: Sendable {
     }
 
     public func fetch(_ ranges: [Range<Int64>], source: any MediaSource, cancellation: Cancellation) throws {
-        let queue = WorkQueue(ranges)
+        try fetch(ranges.map { Piece(source: source, range: $0) }, cancellation: cancellation)
+    }
+
+    /// A range of one source: the pieces of one wave can come from several (a stream's segments).
+    struct Piece {
+        let source: any MediaSource
+        let range: Range<Int64>
+    }
+
+    /// `done` is called after each piece is stored (on the worker's thread).
+    func fetch(_ pieces: [Piece], cancellation: Cancellation, done pieceDone: @escaping @Sendable () -> Void = {}) throws {
+        let queue = WorkQueue(pieces)
         let failure = FirstFailure()
-        let workers = max(1, min(connections, ranges.count))
+        let workers = max(1, min(connections, pieces.count))
         // Threads of their own, not `concurrentPerform`: that runs at most one worker per CPU, so
         // on a 2-core machine a wave of 4 connections was 2, each paying its round trips in turn.
         // The workers only wait on the network.
@@ -26,13 +37,14 @@ public struct Prefetcher: Sendable {
             done.enter()
             let worker = Thread {
                 defer { done.leave() }
-                while !failure.isSet, !cancellation.isCancelled, let range = queue.next() {
+                while !failure.isSet, !cancellation.isCancelled, let piece = queue.next() {
                     do {
-                        try source.prefetch(range)
+                        try piece.source.prefetch(piece.range)
+                        pieceDone()
                     } catch where Prefetcher.isRefusedConnection(error) {
                         // An origin that allows a client fewer connections refuses or resets the
                         // extra ones: this worker stops and gives its range back.
-                        queue.giveBack(range)
+                        queue.giveBack(piece)
                         return
                     } catch {
                         failure.set(error)
@@ -46,7 +58,10 @@ public struct Prefetcher: Sendable {
         if let error = failure.error { throw error }
         // What workers gave back, on the connection that is left (or one new one): if even that
         // is refused, the origin is down and its error is the answer.
-        while !cancellation.isCancelled, let range = queue.next() { try source.prefetch(range) }
+        while !cancellation.isCancelled, let piece = queue.next() {
+            try piece.source.prefetch(piece.range)
+            pieceDone()
+        }
         if cancellation.isCancelled { throw MediaError.interrupted }
     }
 
@@ -60,14 +75,14 @@ public struct Prefetcher: Sendable {
     }
 }
 
-/// Ranges handed out one at a time to worker threads.
+/// Pieces handed out one at a time to worker threads.
 private final class WorkQueue: @unchecked Sendable {
-    private var items: [Range<Int64>]
+    private var items: [Prefetcher.Piece]
     private let lock = NSLock()
-    init(_ items: [Range<Int64>]) { self.items = items.reversed() }
-    func next() -> Range<Int64>? { lock.withLock { items.popLast() } }
-    /// Puts a range back to be handed out next.
-    func giveBack(_ range: Range<Int64>) { lock.withLock { items.append(range) } }
+    init(_ items: [Prefetcher.Piece]) { self.items = items.reversed() }
+    func next() -> Prefetcher.Piece? { lock.withLock { items.popLast() } }
+    /// Puts a piece back to be handed out next.
+    func giveBack(_ piece: Prefetcher.Piece) { lock.withLock { items.append(piece) } }
 }
 
 /// The first error any worker met.

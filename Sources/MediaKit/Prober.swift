@@ -2,6 +2,12 @@ import Foundation
 import MediaSource
 import RangeFetch
 
+/// What `mprobe URL` found: a media file, or an HLS stream.
+public enum ProbeOutcome: Sendable {
+    case media(ProbeResult)
+    case stream(StreamProbeResult)
+}
+
 /// Probes one input: for MP4/MOV the box walker fetches the moov first, then libavformat reads
 /// the header (and, unless `fast`, the first packets) from the cache.
 public struct Prober: Sendable {
@@ -20,7 +26,33 @@ public struct Prober: Sendable {
 
     private func probeOnce(_ input: String, session: MediaSession) throws -> ProbeResult {
         let started = Date()
-        let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker)
+        return try describe(try OpenedInput(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker),
+                            started: started)
+    }
+
+    /// A media file's probe, or, when the input is an HLS playlist, `streams`' probe of the stream.
+    public func probe(_ input: String, session: MediaSession, streams: StreamProber) throws -> ProbeOutcome {
+        try session.onOneVersion {
+            let started = Date()
+            let source = try session.open(input)
+            do {
+                return .media(try describe(try OpenedInput(source: source, session: session, findStreamInfo: !fast, fragments: .first,
+                                                           walker: walker), started: started))
+            } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+                // The first request, which told, counts as the stream's.
+                return .stream(try streams.probe(input, session: session, opened: source))
+            }
+        }
+    }
+
+    /// A probe of a stream's segment.
+    func probe(segment: SpanSource, session: MediaSession) throws -> ProbeResult {
+        let started = Date()
+        return try describe(try StreamPlaylists.open(segment, session: session, findStreamInfo: !fast, fragments: .first),
+                            started: started)
+    }
+
+    private func describe(_ opened: OpenedInput, started: Date) throws -> ProbeResult {
         var result = opened.context.describe(input: opened.source.input)
         result.size = try opened.source.size()
         result.layout = opened.layout

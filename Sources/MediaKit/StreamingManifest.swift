@@ -3,7 +3,10 @@ import MediaSource
 /// Recognises HLS playlists and DASH manifests by their first bytes, so that they are named as
 /// what they are instead of failing as damaged media (libavformat's readers of them would open
 /// every nested playlist and segment on their own, outside the cache and the origin's rules).
-enum StreamingManifest {
+public enum StreamingManifest {
+    public static let hls = "an HLS playlist"
+    public static let dash = "a DASH manifest"
+
     /// "an HLS playlist", "a DASH manifest", or nil for anything else. Reads at most 1 KiB,
     /// which the first request of a probe has already brought.
     static func kind(of source: any MediaSource) throws -> String? {
@@ -14,7 +17,7 @@ enum StreamingManifest {
     /// XML whose first element is `MPD`.
     static func kind(ofText text: String) -> String? {
         let start = text.drop { $0 == "\u{FEFF}" || $0.isWhitespace }
-        if start.hasPrefix("#EXTM3U") { return "an HLS playlist" }
+        if start.hasPrefix("#EXTM3U") { return hls }
         guard start.hasPrefix("<") else { return nil }
         var rest = start[...]
         // Skip the XML declaration, comments and processing instructions before the root element.
@@ -25,7 +28,7 @@ enum StreamingManifest {
                 rest = tag[tag.index(after: close)...]
                 continue
             }
-            return tag.dropFirst().hasPrefix("MPD") ? "a DASH manifest" : nil
+            return tag.dropFirst().hasPrefix("MPD") ? dash : nil
         }
         return nil
     }

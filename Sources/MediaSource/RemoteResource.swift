@@ -23,6 +23,7 @@ final class RemoteResource: @unchecked Sendable {
     private var sizeValue: Int64?
     private var warningsValue: [String] = []
     private var contentTypeValue: String?
+    private var locationValue: String?
     private var running: [RunningFetch] = []
 
     init(url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?) throws {
@@ -43,6 +44,8 @@ final class RemoteResource: @unchecked Sendable {
     var warnings: [String] { condition.withLock { warningsValue } }
     /// The origin's `Content-Type`, once known.
     var contentType: String? { condition.withLock { contentTypeValue } }
+    /// The URL that answered last, after redirects (nil until a response, e.g. read from the cache).
+    var location: String? { condition.withLock { locationValue } }
 
     /// Bytes kept by this resource outlive it: the disk cache, not memory.
     var keepsBytes: Bool { cache != nil && store is CacheEntry }
@@ -236,6 +239,7 @@ final class RemoteResource: @unchecked Sendable {
         condition.withLock {
             if let size = info.totalSize { sizeValue = size }
             if let type = info.contentType { contentTypeValue = type }
+            locationValue = info.effectiveURL
             if changed {
                 warningsValue.append("\(shown) changed on the server; cached bytes of the old version were dropped")
             } else if info.rangeIgnored, !warningsValue.contains(where: { $0.contains("ignores range") }) {

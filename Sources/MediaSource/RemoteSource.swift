@@ -77,6 +77,9 @@ public final class RemoteSource: MediaSource {
     public var validators: ResourceValidators { resource.store.validators }
     /// The origin's `Content-Type`, once a response (or the cache) has said it.
     public var contentType: String? { resource.contentType }
+    /// Where relative references in the resource point from: the URL that answered after
+    /// redirects, or the one asked for (a resource read from the cache alone).
+    public var location: String { resource.location ?? resource.url }
 
     public func limitReadahead(to end: Int64?) {
         state.withLock { $0.readaheadLimit = end }

@@ -36,4 +36,28 @@ enum PrefetchOutput {
         }
         return lines.joined(separator: "\n")
     }
+
+    /// An HLS prefetch: the variant, then per media playlist the segments planned and what is cached.
+    static func human(_ r: StreamPrefetchResult) -> String {
+        var variant = r.bandwidth.map { " of the \($0 / 1000) kb/s variant" } ?? ""
+        if let w = r.width, let h = r.height { variant += " (\(w)x\(h))" }
+        var lines = [r.input, String(format: "  %@ %.3f s from %.3f s%@", r.planOnly ? "plan for" : "prefetched", r.seconds, r.start, variant)]
+        for w in r.windows {
+            var line = String(format: "  %@  %d segments %.3f–%.3f s", w.role.padding(toLength: 5, withPad: " ", startingAt: 0),
+                              w.segments, w.first, w.end)
+            let spans = w.buffered.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
+            line += spans.isEmpty ? "  nothing cached" : "  cached " + spans.joined(separator: ", ")
+            lines.append(line)
+            lines.append("    \(w.playlist)")
+        }
+        if r.planOnly {
+            for part in r.windows.flatMap(\.parts) {
+                lines.append("  fetch \(part.uri)" + (part.range.map { " \($0.lowerBound)-\($0.upperBound - 1)" } ?? ""))
+            }
+        } else {
+            lines.append(String(format: "  fetched: %lld requests, %@ in %.2f s", r.fetched.requests,
+                                Console.humanBytes(r.fetched.bytesFetched), r.elapsed))
+        }
+        return lines.joined(separator: "\n")
+    }
 }

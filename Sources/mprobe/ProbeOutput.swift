@@ -27,6 +27,52 @@ enum ProbeOutput {
         return lines.joined(separator: "\n")
     }
 
+    /// An HLS stream: its shape, then each variant (and rendition) with its playlist and, when
+    /// probed, its first segment's tracks.
+    static func human(_ r: StreamProbeResult, verbose: Bool) -> String {
+        var head = ["hls", r.live ? "live" : "VOD"]
+        if let d = r.duration { head.append(clock(d)) }
+        if r.isMaster { head.append("\(r.variants.count) variant\(r.variants.count == 1 ? "" : "s")") }
+        if let p = r.variants.first?.playlist {
+            head.append("\(p.segments) segments" + (p.targetDuration.map { String(format: " of ≤ %g s", $0) } ?? ""))
+            if p.initSection { head.append("fMP4 segments") }
+            if p.byteRanges { head.append("byte ranges") }
+        }
+        if !r.encryption.isEmpty { head.append("encrypted: " + r.encryption.joined(separator: ", ")) }
+        var lines = [r.input, "  " + head.joined(separator: " · ")]
+        for (i, v) in r.variants.enumerated() {
+            var parts = ["  variant \(i + 1)"]
+            if let b = v.bandwidth { parts.append(kbps(Int64(b))) }
+            if let w = v.width, let h = v.height { parts.append("\(w)x\(h)") }
+            if let f = v.frameRate { parts.append(String(format: "%g fps", f)) }
+            if let c = v.codecs { parts.append(c) }
+            if let a = v.audioGroup { parts.append("audio \"\(a)\"") }
+            if let s = v.subtitlesGroup { parts.append("subtitles \"\(s)\"") }
+            if r.isMaster { parts.append("\(v.playlist.segments) segments, \(clock(v.playlist.duration))") }
+            lines.append(parts.joined(separator: "  "))
+            if let note = v.note { lines.append("    " + note) }
+            for t in v.firstSegment?.tracks ?? [] { lines.append("    #\(t.index) " + trackLine(t)) }
+        }
+        for rendition in r.renditions {
+            var parts = ["  \(rendition.type.lowercased()) \"\(rendition.groupID)\""]
+            if let n = rendition.name { parts.append(n) }
+            if let l = rendition.language { parts.append(l) }
+            if let c = rendition.channels { parts.append("\(c) ch") }
+            if rendition.isDefault { parts.append("default") }
+            if rendition.uri == nil { parts.append("(in the variant's segments)") }
+            lines.append(parts.joined(separator: "  "))
+            for t in rendition.firstSegment?.tracks ?? [] { lines.append("    #\(t.index) " + trackLine(t)) }
+        }
+        let cost = "  fetched: \(r.fetch.requests) requests, \(Console.humanBytes(r.fetch.bytesFetched)), "
+            + "\(Console.humanBytes(r.fetch.bytesFromCache)) from cache, \(String(format: "%.2f", r.seconds)) s"
+        if verbose {
+            lines.append(cost)
+        } else if isatty(STDOUT_FILENO) != 0 {
+            lines.append("\u{1B}[2m" + cost + "\u{1B}[0m")
+        }
+        return lines.joined(separator: "\n")
+    }
+
     private static func trackLine(_ t: TrackInfo) -> String {
         var parts = [t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0), t.codec]
         if let p = t.profile { parts[1] += " (\(p))" }

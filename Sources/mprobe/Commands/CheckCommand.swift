@@ -17,11 +17,13 @@ enum CheckCommand: OptionCommand {
         prove that playback can start without the network.
 
         \(WindowOptions.help)
+          --variant V      HLS: the variant to check (best, worst or a BANDWIDTH, as prefetch takes);
+                           its segments of the window are read in a row, as a player's demuxer does
           --json           one object: tracks with frames, packets, errors; "ok"
 
         \(GlobalOptions.help)
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions)
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions).union(["variant"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions
 
     static func run(_ args: Arguments) throws -> ExitCode {
@@ -31,7 +33,9 @@ enum CheckCommand: OptionCommand {
         let session = try options.session()
         let r: Checker.Result
         do {
-            r = try Checker().check(args.positionals[0], session: session, start: window.start,
+            var checker = Checker()
+            if let text = args.value("variant") { checker.pick = try variantPick(text) }
+            r = try checker.check(args.positionals[0], session: session, start: window.start,
                                     seconds: window.seconds, tracks: window.tracks)
         } catch {
             // Reported as a batch of one: named by its input, and as JSON with --json.

@@ -18,9 +18,15 @@ enum PrefetchCommand: OptionCommand {
         (MPEG-TS, some MKV) get a byte window estimated from the bit rate, and the output says so.
         Afterwards `mprobe check URL --seconds N --offline` plays the window without the network.
 
+        An HLS playlist: the playlists, then the initialization section and exactly the segments
+        (or byte ranges) that cover the window, of one variant and of the audio rendition it plays
+        with, each one request. A live playlist (no #EXT-X-ENDLIST) is refused: its segments slide
+        away. Encrypted segments are refused (mprobe does not fetch keys).
+
         \(WindowOptions.help)
           --plan           print the plan and fetch nothing more (the header is read to make it)
           --connections C  parallel requests per input (default 4)
+          --variant V      HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed
           -j N             inputs at once (default 4);  -i FILE  inputs from FILE ('-': stdin)
           --quiet          no progress bar (there is none when stderr is not a terminal)
           --json           one object per input, ranges included
@@ -28,7 +34,7 @@ enum PrefetchCommand: OptionCommand {
         \(GlobalOptions.help)
         """
     static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions)
-        .union(["jobs", "i", "connections"])
+        .union(["jobs", "i", "connections", "variant"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet"])
 
     static func run(_ args: Arguments) throws -> ExitCode {
@@ -50,17 +56,22 @@ enum PrefetchCommand: OptionCommand {
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json || !inputs.isSingleOperand)
         let prefetch = job
         var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
+        var stream = StreamPrefetchJob()
+        if let text = args.value("variant") { stream.pick = try variantPick(text) }
+        let streamJob = stream
         let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
-            Result { () throws -> PrefetchResult in
+            Result { () throws -> PrefetchOutcome in
                 defer { bar.finish() }
                 return try prefetch.run(input, session: session, start: window.start, seconds: window.seconds,
-                                        tracks: window.tracks) { fetched, total in
+                                        tracks: window.tracks, stream: streamJob) { fetched, total in
                     bar.update(done: fetched, total: total, detail: "fetching")
                 }
             }
         }, emit: { _, input, result in
             switch result {
-            case .success(let outcome):
+            case .success(.stream(let outcome)):
+                Console.out(options.json ? StreamPrefetchReport.json(outcome).text : PrefetchOutput.human(outcome))
+            case .success(.file(let outcome)):
                 if let note = outcome.plan.note, !options.json {
                     // An estimate is a warning; a window from the Cues is how it was planned.
                     if outcome.plan.estimated { Console.warning(note) } else { Console.writeStderr("mprobe: \(note)\n") }
@@ -74,4 +85,13 @@ enum PrefetchCommand: OptionCommand {
         guard count > 0 else { throw UsageError("prefetch needs at least one URL") }
         return failures.exitCode(inputs: count)
     }
+
+}
+
+/// `--variant best|worst|BANDWIDTH`, for prefetch and check of an HLS stream.
+func variantPick(_ text: String) throws -> VariantPick {
+    guard let pick = VariantPick(text) else {
+        throw UsageError("--variant needs best, worst or a bandwidth in bits per second, got '\(text)'")
+    }
+    return pick
 }

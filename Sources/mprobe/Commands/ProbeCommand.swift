@@ -13,7 +13,10 @@ enum ProbeCommand: OptionCommand {
 
         Reports the container, duration, size, bit rate and every track (codec, profile, size,
         frame rate, pixel format, sample rate, channels, language, rotation), and for MP4/MOV
-        where the moov box sits and whether the file is fragmented.
+        where the moov box sits and whether the file is fragmented. An HLS playlist (master or
+        media): its variants (bandwidth, resolution, codecs, frame rate, audio and subtitle
+        groups), renditions, VOD or live, duration, segments, encryption, and the tracks of the
+        first segment of the variants --variants picks.
 
         What it reads: for MP4/MOV the top-level box headers, then the whole moov in one request
         (the first request is 64 KiB; a moov at the end comes with the rest of the file after the
@@ -27,6 +30,10 @@ enum ProbeCommand: OptionCommand {
                         key (one object per input, laid out as ffprobe does); --of mprobe (the
                         default) is mprobe's own report. See also `mprobe ffprobe`.
           --fast        header only: no sample data is read
+          --variants V  for an HLS playlist: whose first segment to probe: best (the highest
+                        bandwidth, the default), all, or a count N of the highest (0: playlists only).
+                        Every variant's playlist is read; of segments, only those first ones (and
+                        the audio renditions the probed variants play with).
           -j N          probe N inputs at once (default 4); output stays in input order
           -i FILE       read inputs from FILE, one per line ('-' for stdin)
           -v            also show what it cost (requests, bytes) and FFmpeg's warnings
@@ -36,7 +43,7 @@ enum ProbeCommand: OptionCommand {
 
         \(GlobalOptions.help)
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["jobs", "i", "of"])
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["jobs", "i", "of", "variants"])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["fast"])
 
     /// `--of`: mprobe's report (human, or `--json`), or ffprobe's JSON.
@@ -56,13 +63,24 @@ enum ProbeCommand: OptionCommand {
         var prober = Prober()
         prober.fast = args.flag("fast")
         let probe = prober
+        var streams = StreamProber()
+        if let text = args.value("variants") {
+            guard let choice = VariantChoice(text) else { throw UsageError("--variants needs all, best or a count, got '\(text)'") }
+            streams.variants = choice
+        }
+        let streamProbe = streams
         var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
         let count: Int
         switch output {
         case .mprobe:
-            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.probe($0, session: session) }) { r in
-                for warning in r.warnings { Console.warning(warning) }
-                Console.out(options.json ? ProbeReport.json(r).text : ProbeOutput.human(r, verbose: verbose))
+            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.probe($0, session: session, streams: streamProbe) }) { outcome in
+                switch outcome {
+                case .media(let r):
+                    for warning in r.warnings { Console.warning(warning) }
+                    Console.out(options.json ? ProbeReport.json(r).text : ProbeOutput.human(r, verbose: verbose))
+                case .stream(let r):
+                    Console.out(options.json ? StreamProbeReport.json(r).text : ProbeOutput.human(r, verbose: verbose))
+                }
             }
         case .ffprobe:
             count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.details($0, session: session) }) { details in

@@ -1,0 +1,134 @@
+import Foundation
+import MediaSource
+import RangeFetch
+
+/// What a prefetch of an HLS stream planned and did, per media playlist it reads.
+public struct StreamPrefetchResult: Sendable {
+    public struct Window: Sendable {
+        public let role: String
+        public let playlist: String
+        /// Where the first planned segment starts and the last ends, in the playlist's time.
+        public let first: Double
+        public let end: Double
+        public let segments: Int
+        /// The initialization sections and segments, each once: URI and byte range (nil: all of it).
+        public let parts: [(uri: String, range: Range<Int64>?)]
+        /// The stretches of the playlist whose segments are all cached, after the job.
+        public let buffered: [Range<Double>]
+    }
+
+    public let input: String
+    public let start: Double
+    public let seconds: Double
+    public let bandwidth: Int?
+    public let width: Int?
+    public let height: Int?
+    public let windows: [Window]
+    public let fetched: SourceCounters
+    public let elapsed: Double
+    public let planOnly: Bool
+}
+
+/// `mprobe prefetch` of an HLS stream: the playlists, then the initialization sections and
+/// exactly the segments that cover [start, start + seconds) of the chosen variant and of the
+/// audio rendition it plays with, in parallel, each segment (or byte range) one request.
+public struct StreamPrefetchJob: Sendable {
+    public var pick = VariantPick.best
+    public var connections = 4
+    public var planOnly = false
+
+    public init() {}
+
+    /// `opened`: a source of `input` the caller has read already (what it cost counts here).
+    /// `progress` gets the parts stored so far and the parts planned.
+    public func run(_ input: String, session: MediaSession, start: Double, seconds: Double, opened: (any MediaSource)? = nil,
+                    progress: @escaping @Sendable (_ done: Int64, _ total: Int64) -> Void = { _, _ in }) throws -> StreamPrefetchResult {
+        let started = Date()
+        var playlists = StreamPlaylists(session: session, opened: opened)
+        let selection = try StreamSelection.select(input, pick: pick, playlists: &playlists)
+        try selection.checkWindow(input, start: start)
+        var planned: [(role: String, uri: String, segments: ArraySlice<HLSSegment>, parts: [(uri: String, range: Range<Int64>?)])] = []
+        for p in selection.playlists {
+            let segments = p.media.segments(from: start, to: start + seconds)
+            if segments.contains(where: { $0.encrypted }) {
+                throw MediaError.unsupportedStream(input: input, detail: "its segments are encrypted (\(p.media.encryption.sorted().joined(separator: ", "))): "
+                                                   + "mprobe does not fetch keys, so a kept window could not be played")
+            }
+            var parts: [(uri: String, range: Range<Int64>?)] = []
+            for s in segments {
+                if let map = s.initSection, !parts.contains(where: { $0.uri == map.uri && $0.range == map.byteRange }) {
+                    parts.append((map.uri, map.byteRange))
+                }
+                parts.append((s.uri, s.byteRange))
+            }
+            planned.append((p.role, p.uri, segments, parts))
+        }
+        if !planOnly {
+            let sources = try planned.flatMap(\.parts).map { part in (part, try session.open(part.uri)) }
+            for (_, source) in sources where !source.keepsBytes {
+                throw SourceError.notKept(input: source.input, reason: source.whyNotKept)
+            }
+            let pieces = sources.map { Prefetcher.Piece(source: $0.1, range: $0.0.range ?? 0..<StreamPlaylists.wholePartLimit) }
+            let total = Int64(pieces.count)
+            let done = ManagedCounter()
+            var prefetcher = Prefetcher()
+            prefetcher.connections = connections
+            try prefetcher.fetch(pieces, cancellation: session.cancellation) { done.add(1); progress(done.value, total) }
+            for (part, source) in sources where !StreamPrefetchJob.isWhole(part.range, in: source) {
+                throw SourceError.notKept(input: part.uri, reason: "bytes are still missing after the prefetch")
+            }
+            playlists.add(sources.map(\.1))
+        }
+        let windows = try planned.map { p in
+            StreamPrefetchResult.Window(role: p.role, playlist: p.uri, first: p.segments.first?.start ?? 0,
+                                        end: p.segments.last.map { $0.start + $0.duration } ?? 0, segments: p.segments.count,
+                                        parts: p.parts, buffered: try StreamPrefetchJob.buffered(
+                                            selection.playlists.first { $0.uri == p.uri }!.media, session: session))
+        }
+        return StreamPrefetchResult(input: input, start: start, seconds: seconds, bandwidth: selection.variant?.bandwidth,
+                                    width: selection.variant?.width, height: selection.variant?.height, windows: windows,
+                                    fetched: playlists.counters, elapsed: Date().timeIntervalSince(started), planOnly: planOnly)
+    }
+
+    /// Every byte of the part is here: its range, or (no range) the whole resource, whose size is known.
+    static func isWhole(_ range: Range<Int64>?, in source: any MediaSource) -> Bool {
+        if let range { return source.isLocal(range) }
+        if let remote = source as? RemoteSource {
+            guard let size = remote.knownSize else { return false }
+            return source.isLocal(0..<size)
+        }
+        return true
+    }
+
+    /// The stretches of `media` whose segments (and their initialization sections) are all cached.
+    static func buffered(_ media: HLSMedia, session: MediaSession) throws -> [Range<Double>] {
+        var spans: [Range<Double>] = []
+        var known: [String: Bool] = [:]
+        func cached(_ uri: String, _ range: Range<Int64>?) throws -> Bool {
+            let key = uri + (range.map { "#\($0.lowerBound)-\($0.upperBound)" } ?? "")
+            if let answer = known[key] { return answer }
+            let answer = isWhole(range, in: try session.open(uri))
+            known[key] = answer
+            return answer
+        }
+        for s in media.segments {
+            let here = try cached(s.uri, s.byteRange) && (try s.initSection.map { try cached($0.uri, $0.byteRange) } ?? true)
+            guard here else { continue }
+            let span = s.start..<s.start + s.duration
+            if let last = spans.last, abs(last.upperBound - span.lowerBound) < 0.001 {
+                spans[spans.count - 1] = last.lowerBound..<span.upperBound
+            } else {
+                spans.append(span)
+            }
+        }
+        return spans
+    }
+}
+
+/// A count shared by the prefetch workers.
+private final class ManagedCounter: @unchecked Sendable {
+    private var count: Int64 = 0
+    private let lock = NSLock()
+    func add(_ n: Int64) { lock.withLock { count += n } }
+    var value: Int64 { lock.withLock { count } }
+}
