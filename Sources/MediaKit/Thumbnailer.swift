@@ -51,7 +51,33 @@ public struct Thumbnailer: Sendable {
     private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters. A long fragmented
         // MP4 with an mfra: its first fragment, and the key frames from the mfra (FragmentKeyFrames).
-        let opened = try OpenedInput(input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
+        let source = try session.open(input)
+        let opened: OpenedInput
+        do {
+            opened = try OpenedInput(source: source, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
+        } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+            return try makeStream(input, session: session, opened: source, progress: progress)
+        }
+        var sheets: SpriteSheets?
+        let pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
+        try sheets?.finish()
+        return ThumbnailSet(input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
+                            notes: pass.notes, floorBytes: pass.floor, fetch: opened.cost)
+    }
+
+    /// What one input gave: its thumbnails, notes, the bytes they needed, its duration.
+    struct Pass {
+        let made: [Thumbnail]
+        let notes: [String]
+        let floor: Int64
+        let duration: Double?
+    }
+
+    /// The thumbnails of one opened input, at the options' times or at `given` (seconds from its
+    /// start: a stream's segment), reported `shift` seconds later; pictures go on `sheets` (made
+    /// here for `total` thumbnails, or as many as this input gives, when the job has none yet).
+    func thumbnails(_ opened: OpenedInput, session: MediaSession, times given: [Double]? = nil, shift: Double = 0,
+                    total: Int? = nil, sheets: inout SpriteSheets?, progress: (Int) -> Void) throws -> Pass {
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
@@ -67,17 +93,20 @@ public struct Thumbnailer: Sendable {
                                   moofGuess: max(16 << 10, firstFragment + firstFragment / 4 + 64))
             }
         }
-        if fragments == nil, entries.isEmpty || context.durationSeconds == nil {
+        // (A stream's segment with an index needs neither: its times are given, the playlist says its duration.)
+        if fragments == nil, entries.isEmpty || (context.durationSeconds == nil && given == nil) {
             // No index: the duration and start time come from the first packets.
             do { try context.findStreamInfo() } catch { throw opened.explain(error) }
         }
         let duration = try context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
             ?? context.durationSeconds ?? context.duration(stream: video) ?? MatroskaTail.duration(of: context, source: source)
-        if duration == nil, options.spreadsOverTheDuration {
+        if duration == nil, given == nil, options.spreadsOverTheDuration {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
                                         + "--count and --every have nothing to spread over; give times with --at")
         }
-        let offset = context.startTime
+        // Times count from the container's start; a stream's segment counts from its first key frame
+        // (a fragment's times run on from the stream's start, which its container does not state).
+        let offset = given == nil ? context.startTime : entries.first(where: \.isKeyframe)?.time ?? context.startTime
         // A fragmented file's index can stop short of its end (libavformat read up to its sidx, and
         // no timeline took its place): its key frames are then the first fragment's only, and the
         // frames are found by seeking instead.
@@ -85,7 +114,7 @@ public struct Thumbnailer: Sendable {
             && entries.last.map { last in duration.map { last.time < offset + $0 - 2 } ?? false } == true
         let keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
         // For each requested time: the key frame at or before it (clamped to the last one).
-        let times = options.requestedTimes(duration: duration ?? 0)
+        let times = given ?? options.requestedTimes(duration: duration ?? 0)
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
@@ -119,7 +148,9 @@ public struct Thumbnailer: Sendable {
         let decoder = try Decoder(context, stream: video, threading: options.accurate ? .all : .sliceOnly)
         context.discardAllStreams(except: video)
         let scaler = Scaler()
-        var sheets = options.sprite.map { SpriteSheets(layout: $0, count: targets.count, quality: options.quality) }
+        if sheets == nil, let layout = options.sprite {
+            sheets = SpriteSheets(layout: layout, count: total ?? targets.count, quality: options.quality)
+        }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
         // A sheet needs the picture of a repeated key frame again: the last one is kept (times
@@ -127,12 +158,12 @@ public struct Thumbnailer: Sendable {
         var last: (position: Int64, image: RGBImage)?
         for (i, target) in targets.enumerated() {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
-            let name = Thumbnailer.fileName(time: target.time, format: options.format)
+            let name = Thumbnailer.fileName(time: target.time + shift, format: options.format)
             if !options.accurate, let key = target.keyframe, let same = done[key.position] {
                 let image = last?.position == key.position ? last?.image : nil
                 if sheets == nil || image != nil {
                     let cell = try image.flatMap { try sheets?.add($0) }
-                    made.append(Thumbnail(time: target.time, pts: same.pts, width: same.width, height: same.height,
+                    made.append(Thumbnail(time: target.time + shift, pts: same.pts, width: same.width, height: same.height,
                                           encoded: same.encoded, fileName: name, sprite: cell))
                     progress(i + 1)
                     continue
@@ -155,7 +186,7 @@ public struct Thumbnailer: Sendable {
             }
             let image = try picture(frame, context: context, stream: video, scaler: scaler)
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
-            let thumbnail = Thumbnail(time: target.time, pts: pts - offset, width: image.width, height: image.height,
+            let thumbnail = Thumbnail(time: target.time + shift, pts: pts - offset + shift, width: image.width, height: image.height,
                                       encoded: encoded, fileName: name, sprite: try sheets?.add(image))
             if let key = target.keyframe {
                 done[key.position] = thumbnail
@@ -164,9 +195,7 @@ public struct Thumbnailer: Sendable {
             made.append(thumbnail)
             progress(i + 1)
         }
-        try sheets?.finish()
-        return ThumbnailSet(input: source.input, duration: duration, thumbnails: made, sprites: sheets?.sheets ?? [], notes: notes,
-                            floorBytes: floor.byteCount, fetch: opened.cost)
+        return Pass(made: made, notes: notes, floor: floor.byteCount, duration: duration)
     }
 
     static func fileName(time: Double, format: ImageFormat) -> String {

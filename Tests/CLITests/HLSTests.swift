@@ -144,6 +144,32 @@ final class HLSTests: CLITestCase {
         }
     }
 
+    /// From the lowest variant at least as wide as the pictures, the segment holding each time:
+    /// whole for MPEG-TS, the head (moof and first key frame) for fragmented MP4.
+    func testThumbnailsComeFromTheSegmentHoldingEachTimeOfTheSmallestSufficientVariant() throws {
+        let www = try makeStreams()
+        let nginx = try NginxServer(root: www)
+        let out = dir.file("thumbs")
+        try mprobe(["thumbs", nginx.url("/ts/master.m3u8"), "--at", "0,3,5,10.5", "--width", "160", "--sprite",
+                    "--out", out, "--cache-dir", cacheDir])
+        XCTAssertEqual(paths(try nginx.accessLog()).sorted(),
+                       ["/ts/master.m3u8", "/ts/v1.m3u8", "/ts/v1_0.ts", "/ts/v1_1.ts", "/ts/v1_2.ts", "/ts/v1_5.ts"].sorted(),
+                       "the 160-wide variant, one segment per time")
+        let manifest = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any])
+        let thumbnails = try XCTUnwrap(manifest["thumbnails"] as? [[String: Any]])
+        // Key frames every 2 s: the one at or before each time.
+        XCTAssertEqual(thumbnails.compactMap { $0["pts"] as? Double }.map { ($0 * 10).rounded() / 10 }, [0, 2, 4, 10])
+        XCTAssertEqual(thumbnails.compactMap { $0["width"] as? Int }, [160, 160, 160, 160])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out + "/thumbs.vtt"))
+
+        nginx.clearLog()
+        try mprobe(["thumbs", nginx.url("/fmp4/index.m3u8"), "--at", "5", "--out", dir.file("f"), "--cache-dir", cacheDir])
+        let log = try nginx.accessLog()
+        XCTAssertEqual(paths(log), ["/fmp4/index.m3u8", "/fmp4/init.mp4", "/fmp4/seg2.m4s"])
+        XCTAssertEqual(log.last?.range, "bytes=0-98303", "the segment's head, not all of it")
+    }
+
     func testLiveBrokenAndHostilePlaylistsAreClearErrors() throws {
         let www = try makeStreams()
         let segment = "#EXTINF:2.0,\n../ts/v0_0.ts\n"
@@ -160,8 +186,10 @@ final class HLSTests: CLITestCase {
         let nginx = try NginxServer(root: www)
         let live = try json(try mprobe([nginx.url("/bad/live.m3u8"), "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(live["live"] as? Bool, true)
-        let refused = try mprobe(["prefetch", nginx.url("/bad/live.m3u8"), "--cache-dir", cacheDir], expect: 5)
-        XCTAssertTrue(refused.stderr.contains("a live playlist"), refused.stderr)
+        for command in [["prefetch"], ["thumbs", "--out", dir.file("live")], ["check"]] {
+            let refused = try mprobe([command[0], nginx.url("/bad/live.m3u8")] + command.dropFirst() + ["--cache-dir", cacheDir], expect: 5)
+            XCTAssertTrue(refused.stderr.contains("a live playlist"), "\(command): \(refused.stderr)")
+        }
 
         let expectations: [(String, [String], Int32, String)] = [
             ("self.m3u8", [], 5, "lists variants itself"),
