@@ -97,14 +97,17 @@ public final class Service: Sendable {
         if parts == ["healthz"] { return try only(["GET", "HEAD"], request) { json(.object([("status", .string("ok"))])) } }
         // The dashboard's files hold no data: served without the token, so the page can ask for it.
         if let asset = DashboardAsset(path: parts) { return try only(["GET", "HEAD"], request) { asset.response } }
-        let playerRoute = parts == ["v1", "stream"] || (parts.count >= 5 && parts[0...1] == ["v1", "jobs"] && parts[3] == "files")
+        // `/v1/stream/NAME?url=`: the same proxy, named as the origin's file (rewritten playlists
+        // point there, since ffmpeg's hls demuxer takes a segment only by its extension).
+        let streamRoute = parts == ["v1", "stream"] || (parts.count == 3 && parts[0...1] == ["v1", "stream"])
+        let playerRoute = streamRoute || (parts.count >= 5 && parts[0...1] == ["v1", "jobs"] && parts[3] == "files")
         if let token, !token.admits(request, queryAllowed: playerRoute) {
             throw APIError(status: 401, code: "unauthorized", message: "this server needs Authorization: Bearer TOKEN")
         }
         if let url = request.query["url"], url.utf8.count > config.limits.maxURLLength {
             throw APIError(status: 414, code: "url_too_long", message: "the url parameter is longer than \(config.limits.maxURLLength) bytes")
         }
-        if parts == ["v1", "probe"] || parts == ["v1", "stream"], Service.isLoop(request) {
+        if parts == ["v1", "probe"] || streamRoute, Service.isLoop(request) {
             throw APIError(status: 508, code: "loop_detected",
                            message: "this request comes from an mprobe service fetching an origin: an origin redirects back to a service")
         }
@@ -122,6 +125,7 @@ public final class Service: Sendable {
             if request.method == "POST" { return try submitJob(request) }
             return try only(["GET"], request) { try listJobs(request) }
         default:
+            if streamRoute { return try only(["GET", "HEAD"], request) { try stream(request) } }
             if parts.count == 3, parts[0...1] == ["v1", "jobs"] {
                 if request.method == "DELETE" { return try cancelJob(parts[2]) }
                 return try only(["GET"], request) { try showJob(parts[2]) }
@@ -210,6 +214,7 @@ public final class Service: Sendable {
         let parts = path.split(separator: "/").map(String.init)
         switch parts.count {
         case 3 where parts[0...1] == ["v1", "jobs"]: return "/v1/jobs/{id}"
+        case 3 where parts[0...1] == ["v1", "stream"]: return "/v1/stream"
         case 5... where parts[0...1] == ["v1", "jobs"] && parts[3] == "files": return "/v1/jobs/{id}/files/{name}"
         default:
             if DashboardAsset(path: parts) != nil { return "/dashboard" }

@@ -36,6 +36,10 @@ public struct StreamPrefetchJob: Sendable {
     public var pick = VariantPick.best
     public var connections = 4
     public var planOnly = false
+    /// Also each playlist's first segment: ffmpeg's hls demuxer reads it to learn the streams
+    /// before it seeks, so a window later in the stream plays offline in ffmpeg-based players only
+    /// with it (hls.js and the like start at the window's segment).
+    public var firstSegment = false
 
     public init() {}
 
@@ -47,9 +51,10 @@ public struct StreamPrefetchJob: Sendable {
         var playlists = StreamPlaylists(session: session, opened: opened)
         let selection = try StreamSelection.select(input, pick: pick, playlists: &playlists)
         try selection.checkWindow(input, start: start)
-        var planned: [(role: String, uri: String, segments: ArraySlice<HLSSegment>, parts: [(uri: String, range: Range<Int64>?)])] = []
+        var planned: [(role: String, uri: String, segments: [HLSSegment], parts: [(uri: String, range: Range<Int64>?)])] = []
         for p in selection.playlists {
-            let segments = p.media.segments(from: start, to: start + seconds)
+            var segments = Array(p.media.segments(from: start, to: start + seconds))
+            if firstSegment, let first = p.media.segments.first, segments.first?.start != first.start { segments.insert(first, at: 0) }
             if segments.contains(where: { $0.encrypted }) {
                 throw MediaError.unsupportedStream(input: input, detail: "its segments are encrypted (\(p.media.encryption.sorted().joined(separator: ", "))): "
                                                    + "mprobe does not fetch keys, so a kept window could not be played")
@@ -80,7 +85,7 @@ public struct StreamPrefetchJob: Sendable {
             playlists.add(sources.map(\.1))
         }
         let windows = try planned.map { p in
-            StreamPrefetchResult.Window(role: p.role, playlist: p.uri, first: p.segments.first?.start ?? 0,
+            StreamPrefetchResult.Window(role: p.role, playlist: p.uri, first: p.segments.last { $0.start <= start }?.start ?? 0,
                                         end: p.segments.last.map { $0.start + $0.duration } ?? 0, segments: p.segments.count,
                                         parts: p.parts, buffered: try StreamPrefetchJob.buffered(
                                             selection.playlists.first { $0.uri == p.uri }!.media, session: session))

@@ -12,13 +12,22 @@ extension Service {
 
     /// `GET /v1/probe?url=URL`: the object `mprobe probe --json` prints; with `&of=ffprobe`, what
     /// `mprobe probe --of ffprobe` prints (ffprobe's `-show_format -show_streams` JSON, its layout).
+    /// An HLS playlist: the object `mprobe probe --json` prints for it, `&variants=` as `--variants`.
     func probe(_ request: HTTPRequest) throws -> HTTPResponse {
         let output = request.query["of"] ?? "mprobe"
         guard output == "mprobe" || output == "ffprobe" else { throw APIError.badRequest("of must be mprobe or ffprobe") }
+        var streams = StreamProber()
+        if let text = request.query["variants"] {
+            guard let choice = VariantChoice(text) else { throw APIError.badRequest("variants must be all, best or a count") }
+            streams.variants = choice
+        }
         let url = try originURL(request)
         return try opening(request) { job in
             if output == "ffprobe" { return json(text: FFprobeReport.text(try Prober().details(url, session: job))) }
-            return json(ProbeReport.json(try Prober().probe(url, session: job)))
+            switch try Prober().probe(url, session: job, streams: streams) {
+            case .media(let result): return json(ProbeReport.json(result))
+            case .stream(let result): return json(StreamProbeReport.json(result))
+            }
         }
     }
 

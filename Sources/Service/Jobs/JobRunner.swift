@@ -157,15 +157,21 @@ final class JobRunner: Sendable {
             do {
                 if let refusal = guardian.refusal(for: url) { throw APIError.forbidden(refusal) }
                 switch spec {
-                case .prefetch(_, let window):
+                case .prefetch(_, let window, let stream):
                     var prefetch = PrefetchJob()
                     prefetch.prefetcher.connections = 4
-                    let result = try prefetch.run(url, session: jobSession, start: window.start, seconds: window.seconds,
-                                                  tracks: window.tracks) { fetched, total in
+                    let outcome = try prefetch.run(url, session: jobSession, start: window.start, seconds: window.seconds,
+                                                   tracks: window.tracks, stream: stream) { fetched, total in
                         progress.item(i, bytes: fetched, total: total)
                     }
-                    items.append(.object([("url", .string(result.plan.input)), ("ok", .bool(true)),
-                                          ("prefetch", PrefetchReport.json(result, planOnly: false))]))
+                    switch outcome {
+                    case .file(let result):
+                        items.append(.object([("url", .string(result.plan.input)), ("ok", .bool(true)),
+                                              ("prefetch", PrefetchReport.json(result, planOnly: false))]))
+                    case .stream(let result):
+                        items.append(.object([("url", .string(result.input)), ("ok", .bool(true)),
+                                              ("prefetch", StreamPrefetchReport.json(result))]))
+                    }
                 case .thumbnails(_, let options):
                     var thumbnailer = Thumbnailer()
                     thumbnailer.options = options

@@ -4,7 +4,7 @@ import MediaKit
 /// What a job does, parsed and checked from its request body. The stored spec is that body, so a
 /// restarted service parses it again the same way.
 enum JobSpec: Sendable {
-    case prefetch(urls: [String], window: PlaybackWindow)
+    case prefetch(urls: [String], window: PlaybackWindow, stream: StreamPrefetchJob)
     case thumbnails(urls: [String], options: ThumbnailOptions)
 
     var type: JobType {
@@ -16,11 +16,11 @@ enum JobSpec: Sendable {
 
     var urls: [String] {
         switch self {
-        case .prefetch(let urls, _), .thumbnails(let urls, _): return urls
+        case .prefetch(let urls, _, _), .thumbnails(let urls, _): return urls
         }
     }
 
-    static let prefetchKeys: Set<String> = ["type", "url", "urls", "start", "seconds", "tracks"]
+    static let prefetchKeys: Set<String> = ["type", "url", "urls", "start", "seconds", "tracks", "variant", "first_segment"]
     static let thumbnailKeys: Set<String> = ["type", "url", "urls", "every", "count", "at", "width", "height",
                                              "format", "quality", "sprite", "accurate"]
 
@@ -43,8 +43,16 @@ enum JobSpec: Sendable {
         do {
             switch type {
             case .prefetch:
+                var stream = StreamPrefetchJob()
+                if let text = try object.string("variant") {
+                    guard let pick = VariantPick(text) else {
+                        throw APIError.badRequest("\"variant\" must be \"best\", \"worst\" or a bandwidth, got \"\(text)\"")
+                    }
+                    stream.pick = pick
+                }
+                stream.firstSegment = try object.flagOrString("first_segment")?.0 ?? false
                 self = .prefetch(urls: urls, window: try PlaybackWindow(start: object.number("start"), seconds: object.number("seconds"),
-                                                                         tracks: object.string("tracks")))
+                                                                         tracks: object.string("tracks")), stream: stream)
             case .thumbnails:
                 var request = ThumbnailOptions.Request()
                 request.every = try object.number("every")

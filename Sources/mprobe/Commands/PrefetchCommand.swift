@@ -27,6 +27,9 @@ enum PrefetchCommand: OptionCommand {
           --plan           print the plan and fetch nothing more (the header is read to make it)
           --connections C  parallel requests per input (default 4)
           --variant V      HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed
+          --first-segment  HLS: also each playlist's first segment, which ffmpeg-based players read
+                           before they seek (without it the window plays offline in players that
+                           start at the window's segment, such as hls.js)
           -j N             inputs at once (default 4);  -i FILE  inputs from FILE ('-': stdin)
           --quiet          no progress bar (there is none when stderr is not a terminal)
           --json           one object per input, ranges included
@@ -35,7 +38,7 @@ enum PrefetchCommand: OptionCommand {
         """
     static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions)
         .union(["jobs", "i", "connections", "variant"])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet"])
+    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet", "first-segment"])
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = try GlobalOptions(args)
@@ -58,6 +61,7 @@ enum PrefetchCommand: OptionCommand {
         var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
         var stream = StreamPrefetchJob()
         if let text = args.value("variant") { stream.pick = try variantPick(text) }
+        stream.firstSegment = args.flag("first-segment")
         let streamJob = stream
         let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
             Result { () throws -> PrefetchOutcome in

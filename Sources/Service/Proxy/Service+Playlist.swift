@@ -1,0 +1,82 @@
+import Foundation
+import MediaKit
+import MediaSource
+import RangeFetch
+
+/// HLS playlists through `/v1/stream`: served rewritten so that every URI in them points back at
+/// the proxy (`/v1/stream/NAME?url=URL`), so a player fetches every playlist, initialization section, key and segment through
+/// the cache (and, after a prefetch, with the origin gone).
+extension Service {
+    /// An HLS playlist, by its type, its name or (when the player reads it from its start) its
+    /// first bytes.
+    func isPlaylist(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) throws -> Bool {
+        if source.contentType?.lowercased().contains("mpegurl") == true { return true }
+        let path = URL(string: url)?.path.lowercased() ?? ""
+        if path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") { return true }
+        guard size >= 7, size <= HLSRewriter.maximumSize, (RangeHeader.firstByte(request.headers["range"]) ?? 0) == 0 else { return false }
+        return try Service.read(source, count: 7) == Array("#EXTM3U".utf8)
+    }
+
+    /// The playlist, whole (a `Range` is not honoured: playlists are small and rewritten), with its
+    /// URIs routed through the proxy. A media playlist that may still grow (live) is fetched
+    /// again each time, not served from the cache, and marked not to be cached downstream.
+    func playlist(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64,
+                  token: Cancellation) throws -> HTTPResponse {
+        guard size <= HLSRewriter.maximumSize else {
+            throw APIError(status: 502, code: "origin_error", message: "\(source.input) is \(size) bytes, more than a playlist is")
+        }
+        var text = String(decoding: try Service.read(source, count: Int(size)), as: UTF8.self)
+        var base = source.location
+        let live = HLSRewriter.isLive(text)
+        if live { (text, base) = try freshPlaylist(url, token: token) }
+        let accessToken = request.query["token"]
+        let rewritten = HLSRewriter.rewrite(text, base: base) { absolute in
+            // Named as the origin's file: players (ffmpeg's hls demuxer) judge a segment by its extension.
+            let name = URL(string: absolute)?.lastPathComponent ?? ""
+            var routed = "/v1/stream/" + Service.queryValue(name.isEmpty || name == "/" ? "resource" : name)
+                + "?url=" + Service.queryValue(absolute)
+            if let accessToken { routed += "&token=" + Service.queryValue(accessToken) }
+            return routed
+        }
+        var headers: [(String, String)] = [("Content-Type", Service.mediaType(source.contentType ?? "application/vnd.apple.mpegurl")),
+                                           ("X-Content-Type-Options", "nosniff"),
+                                           ("Content-Security-Policy", "sandbox; default-src 'none'")]
+        if live { headers.append(("Cache-Control", "no-cache")) }
+        return HTTPResponse(status: 200, headers: headers, body: .bytes(Array(rewritten.utf8)))
+    }
+
+    /// A live playlist as the origin has it now (and the URL that answered, after redirects).
+    private func freshPlaylist(_ url: String, token: Cancellation) throws -> (String, String) {
+        var tally = FetchCounters()
+        var bytes: [UInt8] = []
+        var location = url
+        _ = try session.fetcher.fetch(url: url, range: 0..<HLSRewriter.maximumSize, cancellation: token, tally: &tally,
+                                      onResponse: { location = $0.effectiveURL }) { _, chunk in
+            guard bytes.count + chunk.count <= Int(HLSRewriter.maximumSize) else {
+                throw APIError(status: 502, code: "origin_error", message: "\(url) is larger than a playlist is")
+            }
+            bytes.append(contentsOf: chunk)
+        }
+        return (String(decoding: bytes, as: UTF8.self), location)
+    }
+
+    /// The first `count` bytes of `source`.
+    private static func read(_ source: RemoteSource, count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = try bytes.withUnsafeMutableBytes {
+                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]), at: Int64(done))
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(bytes[..<done])
+    }
+
+    /// `value` escaped for a query string (everything but unreserved characters).
+    static func queryValue(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn:
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? value
+    }
+}

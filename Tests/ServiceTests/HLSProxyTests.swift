@@ -1,0 +1,77 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// HLS through `/v1/stream`: playlists come back with every URI pointing at the proxy, ffmpeg
+/// plays the stream through it, and after a prefetch job the window plays with the origin gone.
+final class HLSProxyTests: XCTestCase {
+    var nginx: NginxServer!
+    var www: TempDirectory!
+
+    /// 12 s in 2 s MPEG-TS segments, two variants behind a master playlist.
+    override func setUpWithError() throws {
+        www = try TempDirectory(prefix: "mprobe-hls")
+        let r = try runProcess("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+            "-i", "sine=frequency=440:sample_rate=48000", "-t", "12",
+            "-filter_complex", "[0:v]split=2[a][b];[b]scale=160:90[c]", "-map", "[a]", "-map", "[c]", "-map", "1:a", "-map", "1:a",
+            "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
+            "-hls_playlist_type", "vod", "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1",
+            "-hls_segment_filename", www.file("v%v_%d.ts"), www.file("v%v.m3u8")])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        nginx = try NginxServer(root: www.path)
+    }
+
+    override func tearDown() {
+        nginx.stop()
+    }
+
+    func testPlaylistsPointBackAtTheProxyAndFFmpegPlaysThroughIt() throws {
+        let service = try ServiceHarness(token: "s3cret")
+        defer { service.stop() }
+        let master = service.url("/v1/stream", origin: nginx.url("/master.m3u8"), extra: "&token=s3cret")
+        let reply = try HTTPClient.request("GET", master)
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let uris = reply.text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
+        XCTAssertEqual(uris.count, 2)
+        for uri in uris {
+            XCTAssertTrue(uri.hasPrefix("/v1/stream/v") && uri.contains(".m3u8?url=http%3A%2F%2F127.0.0.1%3A"), String(uri))
+            XCTAssertTrue(uri.hasSuffix("&token=s3cret"), "players that cannot send headers keep the token: \(uri)")
+        }
+        // A variant's playlist: its segments too.
+        let variant = try HTTPClient.request("GET", service.base + String(uris[0]))
+        XCTAssertEqual(variant.text.split(separator: "\n").filter { $0.hasSuffix(".ts&token=s3cret") }.count, 6, variant.text)
+
+        for pass in 1...2 {
+            nginx.clearLog()
+            let play = try runProcess("ffmpeg", ["-v", "error", "-i", master, "-map", "0:v:0", "-map", "0:a:0", "-f", "null", "-"])
+            XCTAssertEqual(play.status, 0, play.stderr)
+            let log = try nginx.accessLog()
+            if pass == 2 { XCTAssertEqual(log.count, 0, "played again from the cache: \(log.map(\.path))") }
+            XCTAssertEqual(Set(log.map(\.path)).count, log.count, "nothing fetched twice")
+        }
+    }
+
+    func testAfterAPrefetchJobTheWindowPlaysThroughTheProxyWithTheOriginStopped() throws {
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let body = #"{"type": "prefetch", "url": "\#(nginx.url("/v0.m3u8"))", "start": 6, "seconds": 4, "first_segment": true}"#
+        let submitted = try service.postJob(body)
+        XCTAssertEqual(submitted.status, 202, submitted.text)
+        let job = try service.waitForJob(try XCTUnwrap(try submitted.json()["id"] as? String))
+        XCTAssertEqual(job["state"] as? String, "done", "\(job)")
+        XCTAssertEqual(Set(try nginx.accessLog().map(\.path)), ["/v0.m3u8", "/v0_0.ts", "/v0_3.ts", "/v0_4.ts"])
+        nginx.stop()
+
+        let playlist = service.url("/v1/stream", origin: nginx.url("/v0.m3u8"))
+        // ffmpeg reads the first segment to learn the streams, tries the next ones for its analysis
+        // (they fail: the origin is gone, and it skips them), then seeks into the window.
+        let play = try runProcess("ffmpeg", ["-v", "error", "-ss", "6.5", "-i", playlist, "-t", "3", "-map", "0:v", "-f", "framecrc", "-"])
+        XCTAssertEqual(play.status, 0, "the prefetched window plays with the origin gone: \(play.stderr)")
+        let frames = play.stdoutString.split(separator: "\n").filter { !$0.hasPrefix("#") }.count
+        XCTAssertGreaterThanOrEqual(frames, 88, "3 s of 30 fps video")
+        // Outside the window the proxy says the origin is gone (ffmpeg skips such a segment).
+        let outside = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/v0_1.ts")))
+        XCTAssertEqual(outside.status, 502, outside.text)
+    }
+}
