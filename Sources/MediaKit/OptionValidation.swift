@@ -37,6 +37,9 @@ extension ThumbnailOptions {
         public var accurate = false
         /// Sprite sheets: nil for none, "" for the automatic grid, else "COLSxROWS".
         public var sprite: String?
+        /// "vtt,hls,dash" (any of them): the storyboards; hls or dash make sheets of their own.
+        public var storyboard: String?
+        public var skipBlack = false
 
         public init() {}
     }
@@ -81,6 +84,34 @@ extension ThumbnailOptions {
         if let text = request.sprite {
             sprite = try SpriteLayout(parsing: text)
             if let problem = spriteProblem { throw InvalidOption("sprite", problem) }
+        }
+        skipBlack = request.skipBlack
+        if let text = request.storyboard { try validateStoryboards(text) }
+    }
+
+    /// HLS and DASH storyboards place tiles by a fixed duration, on sheets a TV player can decode.
+    private mutating func validateStoryboards(_ text: String) throws {
+        let names = text.lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let formats = names.compactMap(StoryboardFormat.init(rawValue:))
+        guard !names.isEmpty, formats.count == names.count else {
+            throw InvalidOption("storyboard", "needs vtt, hls and/or dash, comma separated")
+        }
+        storyboards = Set(formats)
+        guard storyboards.contains(.hls) || storyboards.contains(.dash) else { return }
+        if case .at = times {
+            throw InvalidOption("storyboard", "hls and dash place tiles every so many seconds: give --every or --count, not --at")
+        }
+        let (cellWidth, cellHeight) = outputSize(displayWidth: 16, displayHeight: 9)
+        let side = StoryboardFormat.streamingSheetSide
+        switch sprite {
+        case .grid(let columns, let rows)?:
+            guard columns * cellWidth <= side, rows * cellHeight <= side else {
+                throw InvalidOption("sprite", "makes sheets of \(columns * cellWidth)x\(rows * cellHeight): hls and dash "
+                                    + "storyboards keep sheets at most \(side) pixels a side, what TV players decode")
+            }
+        default:
+            // Ten by ten tiles, or as many as fit the side.
+            sprite = .grid(columns: max(1, min(10, side / cellWidth)), rows: max(1, min(10, side / cellHeight)))
         }
     }
 }

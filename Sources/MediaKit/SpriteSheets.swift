@@ -39,10 +39,15 @@ struct SpriteSheets {
     private var added = 0
     private let scaler = Scaler()
 
-    init(layout: SpriteLayout, count: Int, quality: Int) {
+    /// Every sheet the full grid, the last one too (its unused cells black): streaming players
+    /// find a tile from the grid and the sheet's size, the same for every sheet.
+    let uniform: Bool
+
+    init(layout: SpriteLayout, count: Int, quality: Int, uniform: Bool = false) {
         self.layout = layout
         self.count = count
         self.quality = quality
+        self.uniform = uniform
     }
 
     /// Draws `image` into the next cell, encoding the sheet when it is full.
@@ -77,7 +82,8 @@ struct SpriteSheets {
 
     private func startSheet(_ grid: (columns: Int, rows: Int, cellWidth: Int, cellHeight: Int)) throws -> Canvas {
         let cells = min(grid.columns * grid.rows, max(1, count - added))
-        let columns = min(cells, grid.columns), rows = (cells + grid.columns - 1) / grid.columns
+        let columns = uniform ? grid.columns : min(cells, grid.columns)
+        let rows = uniform ? grid.rows : (cells + grid.columns - 1) / grid.columns
         let encoder = try Encoder(format: .jpg, width: columns * grid.cellWidth, height: rows * grid.cellHeight,
                                   quality: quality)
         let frame = try encoder.makeFrame()

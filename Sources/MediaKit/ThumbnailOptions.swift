@@ -1,3 +1,16 @@
+/// A storyboard format: where a player finds each thumbnail on the sprite sheets.
+public enum StoryboardFormat: String, Sendable, CaseIterable {
+    /// `thumbs.vtt`: a cue per thumbnail, `sprite.jpg#xywh=...` (JW Player, Video.js, Mux).
+    case vtt
+    /// `thumbs.m3u8`: an HLS image media playlist, `#EXT-X-TILES` per sheet (Roku, Apple's spec).
+    case hls
+    /// `thumbs-adaptationset.xml`: a DASH-IF thumbnail AdaptationSet (dash.js, Shaka).
+    case dash
+
+    /// Sheets a streaming player decodes: at most this many pixels a side (TV players' image decoders).
+    public static let streamingSheetSide = 4096
+}
+
 /// What thumbnails to make.
 public struct ThumbnailOptions: Sendable {
     public enum Times: Sendable, Equatable {
@@ -24,6 +37,11 @@ public struct ThumbnailOptions: Sendable {
     public var accurate = false
     /// Sprite sheets (JPEG) composed as the thumbnails are made, with a WebVTT storyboard; nil for none.
     public var sprite: SpriteLayout?
+    /// The storyboards written beside the sheets: WebVTT, and for streaming players an HLS image
+    /// playlist and a DASH thumbnail AdaptationSet.
+    public var storyboards: Set<StoryboardFormat> = [.vtt]
+    /// A key frame that is nearly black or flat gives way to the next one (`BlankFrames`).
+    public var skipBlack = false
 
     public init() {}
 

@@ -12,6 +12,8 @@ public struct Thumbnail: Sendable {
     public let fileName: String
     /// Its place on a sprite sheet, with `ThumbnailOptions.sprite`.
     public let sprite: SpriteCell?
+    /// With `ThumbnailOptions.skipBlack`: the time of the blank key frame this one replaced.
+    public var skippedBlank: Double? = nil
 }
 
 public struct ThumbnailSet: Sendable {
@@ -23,12 +25,14 @@ public struct ThumbnailSet: Sendable {
     public let sprites: [SpriteSheet]
     /// Things to tell the user (times clamped to the end, no index...).
     public let notes: [String]
+    /// The storyboards to write beside the sheets.
+    public var storyboards: Set<StoryboardFormat> = [.vtt]
     /// The moov (or header) plus the key frames decoded: the least the job needs to move.
     public let floorBytes: Int64
     public let fetch: SourceCounters
 
-    /// The WebVTT storyboard pointing into `sprites`; nil without sheets.
-    public var storyboard: String? { Storyboard.vtt(thumbnails, duration: duration) }
+    /// The WebVTT storyboard pointing into `sprites`; nil without sheets (or when not asked for).
+    public var storyboard: String? { storyboards.contains(.vtt) ? Storyboard.vtt(thumbnails, duration: duration) : nil }
 }
 
 /// Thumbnails from key frames: plan the frames from the index, fetch every range they need in
@@ -61,8 +65,10 @@ public struct Thumbnailer: Sendable {
         var sheets: SpriteSheets?
         let pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
         try sheets?.finish()
-        return ThumbnailSet(input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
-                            notes: pass.notes, floorBytes: pass.floor, fetch: opened.cost)
+        var set = ThumbnailSet(input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
+                               notes: pass.notes, floorBytes: pass.floor, fetch: opened.cost)
+        set.storyboards = options.storyboards
+        return set
     }
 
     /// What one input gave: its thumbnails, notes, the bytes they needed, its duration.
@@ -149,7 +155,8 @@ public struct Thumbnailer: Sendable {
         context.discardAllStreams(except: video)
         let scaler = Scaler()
         if sheets == nil, let layout = options.sprite {
-            sheets = SpriteSheets(layout: layout, count: total ?? targets.count, quality: options.quality)
+            sheets = SpriteSheets(layout: layout, count: total ?? targets.count, quality: options.quality,
+                                  uniform: options.storyboards != [.vtt])
         }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
@@ -164,7 +171,7 @@ public struct Thumbnailer: Sendable {
                 if sheets == nil || image != nil {
                     let cell = try image.flatMap { try sheets?.add($0) }
                     made.append(Thumbnail(time: target.time + shift, pts: same.pts, width: same.width, height: same.height,
-                                          encoded: same.encoded, fileName: name, sprite: cell))
+                                          encoded: same.encoded, fileName: name, sprite: cell, skippedBlank: same.skippedBlank))
                     progress(i + 1)
                     continue
                 }
@@ -184,10 +191,29 @@ public struct Thumbnailer: Sendable {
             guard let (frame, pts) = decoded else {
                 throw MediaError.malformed(input: source.input, detail: String(format: "no picture decoded at %.3f s", seekTime))
             }
-            let image = try picture(frame, context: context, stream: video, scaler: scaler)
+            var (image, shown) = (try picture(frame, context: context, stream: video, scaler: scaler), pts)
+            var skipped: Double?
+            if options.skipBlack, BlankFrames.isBlank(image) {
+                // The next key frames the index lists, a few and not far: the first that shows something.
+                let after = keyframes.filter { $0.time > (target.keyframe?.time ?? pts) + 1e-6 && $0.time <= pts + BlankFrames.reach }
+                for candidate in after.prefix(BlankFrames.candidates) {
+                    guard let (next, nextPTS) = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: candidate.time,
+                                                                timestamp: candidate.timestamp, until: nil) else { continue }
+                    let candidatePicture = try picture(next, context: context, stream: video, scaler: scaler)
+                    if !BlankFrames.isBlank(candidatePicture) {
+                        (image, shown, skipped) = (candidatePicture, nextPTS, pts - offset + shift)
+                        break
+                    }
+                }
+                if skipped == nil {
+                    notes.append(String(format: "%.3f s: the key frame is nearly black or flat, and %@", target.time + shift,
+                                        after.isEmpty ? "the index lists no key frame soon after it: kept"
+                                                      : "so are the key frames after it: kept"))
+                }
+            }
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
-            let thumbnail = Thumbnail(time: target.time + shift, pts: pts - offset + shift, width: image.width, height: image.height,
-                                      encoded: encoded, fileName: name, sprite: try sheets?.add(image))
+            let thumbnail = Thumbnail(time: target.time + shift, pts: shown - offset + shift, width: image.width, height: image.height,
+                                      encoded: encoded, fileName: name, sprite: try sheets?.add(image), skippedBlank: skipped)
             if let key = target.keyframe {
                 done[key.position] = thumbnail
                 if sheets != nil { last = (key.position, image) }

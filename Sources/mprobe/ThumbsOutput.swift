@@ -9,7 +9,9 @@ enum ThumbsOutput {
         if let first = set.sprites.first, let last = set.sprites.last {
             line += set.sprites.count == 1 ? ", \(first.fileName)"
                 : ", \(set.sprites.count) sprite sheets (\(first.fileName) ... \(last.fileName))"
-            line += ", thumbs.vtt"
+            let storyboards: [(StoryboardFormat, String)] = [(.vtt, "thumbs.vtt"), (.hls, "thumbs.m3u8 (+ thumbs-master.m3u8)"),
+                                                              (.dash, "thumbs-adaptationset.xml")]
+            for (format, files) in storyboards where set.storyboards.contains(format) { line += ", " + files }
         }
         line += "\n  fetched: \(set.fetch.requests) requests, \(Console.humanBytes(set.fetch.bytesFetched))"
         return line

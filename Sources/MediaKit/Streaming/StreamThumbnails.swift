@@ -80,13 +80,15 @@ extension Thumbnailer {
                 // Named and reported by the time asked for (past the end: that time, the last picture).
                 made[place] = Thumbnail(time: times[place], pts: thumbnail.pts, width: thumbnail.width, height: thumbnail.height,
                                         encoded: thumbnail.encoded, fileName: Thumbnailer.fileName(time: times[place], format: options.format),
-                                        sprite: thumbnail.sprite)
+                                        sprite: thumbnail.sprite, skippedBlank: thumbnail.skippedBlank)
             }
             floor += pass.floor
         }
         try sheets?.finish()
-        return ThumbnailSet(input: input, duration: duration, thumbnails: times.indices.compactMap { made[$0] },
-                            sprites: sheets?.sheets ?? [], notes: notes, floorBytes: floor, fetch: playlists.counters)
+        var set = ThumbnailSet(input: input, duration: duration, thumbnails: times.indices.compactMap { made[$0] },
+                               sprites: sheets?.sheets ?? [], notes: notes, floorBytes: floor, fetch: playlists.counters)
+        set.storyboards = options.storyboards
+        return set
     }
 
     /// The head of a fragmented MP4 segment fetched for a thumbnail: its moof and a key frame of a

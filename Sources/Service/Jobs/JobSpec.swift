@@ -22,7 +22,7 @@ enum JobSpec: Sendable {
 
     static let prefetchKeys: Set<String> = ["type", "url", "urls", "start", "seconds", "tracks", "variant", "first_segment"]
     static let thumbnailKeys: Set<String> = ["type", "url", "urls", "every", "count", "at", "width", "height",
-                                             "format", "quality", "sprite", "accurate"]
+                                             "format", "quality", "sprite", "accurate", "storyboard", "skip_black"]
 
     /// Parses a `POST /v1/jobs` body; every problem is a 400 naming the member.
     init(body: [UInt8], limits: ServiceLimits) throws {
@@ -64,6 +64,8 @@ enum JobSpec: Sendable {
                 request.quality = try object.integer("quality", in: Int.min...Int.max)
                 request.accurate = try object.flagOrString("accurate")?.0 ?? false
                 if let (on, grid) = try object.flagOrString("sprite"), on { request.sprite = grid ?? "" }
+                request.storyboard = try object.string("storyboard")
+                request.skipBlack = try object.flagOrString("skip_black")?.0 ?? false
                 var options = try ThumbnailOptions(validating: request)
                 // The job's limit is shared out between its URLs.
                 options.limit = max(1, limits.maxThumbnailsPerJob / urls.count)

@@ -9,7 +9,8 @@ enum ThumbsCommand: OptionCommand {
     static let help = """
         Usage: mprobe thumbs URL... [--every S | --count N | --at T1,T2,...] [--width W] [--height H]
                                     [--format jpg|png|webp] [--quality Q] [--out DIR] [--sprite [COLSxROWS]]
-                                    [--accurate] [--json] [-j N] [-i FILE|-] [--quiet]
+                                    [--storyboard vtt,hls,dash] [--skip-black] [--accurate] [--json]
+                                    [-j N] [-i FILE|-] [--quiet]
 
         For each time, the key frame at or before it is found in the demuxer's index; every byte
         range needed for all thumbnails is fetched in one parallel wave; then each key frame is
@@ -26,6 +27,15 @@ enum ThumbsCommand: OptionCommand {
           --sprite [CxR]   also sprite sheets and thumbs.vtt: C x R thumbnails a sheet (default square-ish,
                            one sheet when it fits); more go on sprite-2.jpg, ...; a sheet is at most
                            65500 pixels a side and 8192x8192 pixels in all
+          --storyboard L   the storyboards beside the sheets, comma separated: vtt (thumbs.vtt, the
+                           default), hls (thumbs.m3u8, an #EXT-X-IMAGES-ONLY playlist, and
+                           thumbs-master.m3u8 with the #EXT-X-IMAGE-STREAM-INF line for your master),
+                           dash (thumbs-adaptationset.xml, a DASH-IF thumbnail AdaptationSet over
+                           sprite-1.jpg, sprite-2.jpg, ...). hls and dash need --every or --count, make
+                           sheets without --sprite (10x10 tiles) and keep every sheet the same grid,
+                           at most 4096 pixels a side (what TV players decode)
+          --skip-black     a key frame that is nearly black or flat gives way to the next one (up
+                           to 4 key frames, 10 s, on); the manifest says the time it replaced
           --accurate       decode from the key frame up to the exact time (fetches more)
           -j N, -i FILE    several inputs at once / from a list, as for probe
           --json           one object per input: the manifest, the notes and what it fetched
@@ -33,8 +43,8 @@ enum ThumbsCommand: OptionCommand {
         \(GlobalOptions.help)
         """
     static let valueOptions: Set<String> = GlobalOptions.valueOptions
-        .union(["every", "count", "at", "width", "height", "format", "quality", "out", "jobs", "i"])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["accurate", "quiet"])
+        .union(["every", "count", "at", "width", "height", "format", "quality", "out", "jobs", "i", "storyboard"])
+    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["accurate", "quiet", "skip-black"])
     /// A next argument shaped like a grid (any case of x, so that 5X4 is an error about the grid,
     /// not an input named 5X4) is the grid.
     static let optionalValues = ["sprite": "^[0-9]+[xX][0-9]+$"]
@@ -104,6 +114,8 @@ enum ThumbsCommand: OptionCommand {
         request.quality = try args.integer("quality")
         request.accurate = args.flag("accurate")
         if args.flag("sprite") { request.sprite = args.value("sprite") ?? "" }
+        request.storyboard = args.value("storyboard")
+        request.skipBlack = args.flag("skip-black")
         // Checked here, before any fetch: a sheet too large to hold or to encode is a usage error.
         return try usage { try ThumbnailOptions(validating: request) }
     }
