@@ -44,7 +44,7 @@ public struct Checker: Sendable {
                 let opened = try OpenedInput(source: source, session: session, findStreamInfo: true,
                                              fragments: .throughIndex(oneStream: true))
                 return try checkOnce(opened, session: session, start: start, seconds: seconds, tracks: selection)
-            } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+            } catch MediaError.streamingManifest {
                 return try checkStream(input, session: session, start: start, seconds: seconds, tracks: selection)
             }
         }

@@ -4,8 +4,8 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
     case notMedia(input: String)
     /// The input has no bytes at all.
     case empty(input: String)
-    /// A DASH manifest, or an HLS playlist given to a command that does not read streams: streams
-    /// of many files (libavformat would fetch the segments itself, around the cache).
+    /// An HLS playlist or a DASH manifest given to a command that does not read streams (`--of
+    /// ffprobe`): libavformat would fetch the segments itself, around the cache.
     case streamingManifest(input: String, kind: String)
     /// An HLS playlist that is not one, or whose tags make no sense.
     case malformedPlaylist(input: String, detail: String)
@@ -27,12 +27,10 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .notMedia(let input): return "\(input): not a media file libavformat can read"
         case .empty(let input): return "\(input): empty (0 bytes), not media"
-        case .streamingManifest(let input, let kind) where kind == StreamingManifest.hls:
-            return "\(input): \(kind); this command does not read HLS yet (probe, prefetch and check do): give the URL of a "
-                + "segment or a variant's media file"
         case .streamingManifest(let input, let kind):
-            return "\(input): \(kind); DASH is not supported yet: give the URL of a representation's media file (an MP4, a segment)"
-        case .malformedPlaylist(let input, let detail): return "\(input): not a usable HLS playlist: \(detail)"
+            return "\(input): \(kind); this command does not read HLS or DASH (probe, prefetch, check and thumbs do): give the URL "
+                + "of a segment or of a variant's media file"
+        case .malformedPlaylist(let input, let detail): return "\(input): not a usable playlist or manifest: \(detail)"
         case .unsupportedStream(let input, let detail): return "\(input): \(detail)"
         case .malformed(let input, let detail): return "\(input): malformed or truncated media (\(detail))"
         case .noMoov(let input, let detail): return "\(input): not playable MP4: no moov box found (\(detail))"

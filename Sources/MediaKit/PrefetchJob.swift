@@ -39,7 +39,7 @@ public struct PrefetchJob: Sendable {
             let opened: OpenedInput
             do {
                 opened = try PrefetchPlanner.open(source, session: session)
-            } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+            } catch MediaError.streamingManifest {
                 var job = stream
                 (job.planOnly, job.connections) = (planOnly, prefetcher.connections)
                 return .stream(try job.run(input, session: session, start: start, seconds: seconds, opened: source, progress: progress))

@@ -38,7 +38,7 @@ public struct Prober: Sendable {
             do {
                 return .media(try describe(try OpenedInput(source: source, session: session, findStreamInfo: !fast, fragments: .first,
                                                            walker: walker), started: started))
-            } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+            } catch MediaError.streamingManifest {
                 // The first request, which told, counts as the stream's.
                 return .stream(try streams.probe(input, session: session, opened: source))
             }

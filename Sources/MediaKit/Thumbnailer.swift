@@ -59,7 +59,7 @@ public struct Thumbnailer: Sendable {
         let opened: OpenedInput
         do {
             opened = try OpenedInput(source: source, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
-        } catch MediaError.streamingManifest(_, let kind) where kind == StreamingManifest.hls {
+        } catch MediaError.streamingManifest {
             return try makeStream(input, session: session, opened: source, progress: progress)
         }
         var sheets: SpriteSheets?

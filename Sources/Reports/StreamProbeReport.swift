@@ -1,11 +1,11 @@
 import MediaKit
 
-/// An HLS stream's probe as `mprobe probe --json` shows it (the shape is in docs/streaming.md).
+/// An HLS or DASH stream's probe as `mprobe probe --json` shows it (the shape is in docs/streaming.md).
 public enum StreamProbeReport {
     public static func json(_ r: StreamProbeResult) -> JSON {
         .object([
             ("url", .string(r.input)),
-            ("format", .string("hls")),
+            ("format", .string(r.format)),
             ("master", .bool(r.isMaster)),
             ("live", .bool(r.live)),
             ("duration", r.duration.map { .double(ProbeReport.round6($0)) } ?? .null),

@@ -30,7 +30,7 @@ enum ProbeOutput {
     /// An HLS stream: its shape, then each variant (and rendition) with its playlist and, when
     /// probed, its first segment's tracks.
     static func human(_ r: StreamProbeResult, verbose: Bool) -> String {
-        var head = ["hls", r.live ? "live" : "VOD"]
+        var head = [r.format, r.live ? "live" : "VOD"]
         if let d = r.duration { head.append(clock(d)) }
         if r.isMaster { head.append("\(r.variants.count) variant\(r.variants.count == 1 ? "" : "s")") }
         if let p = r.variants.first?.playlist {

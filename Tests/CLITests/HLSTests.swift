@@ -188,7 +188,7 @@ final class HLSTests: CLITestCase {
         XCTAssertEqual(live["live"] as? Bool, true)
         for command in [["prefetch"], ["thumbs", "--out", dir.file("live")], ["check"]] {
             let refused = try mprobe([command[0], nginx.url("/bad/live.m3u8")] + command.dropFirst() + ["--cache-dir", cacheDir], expect: 5)
-            XCTAssertTrue(refused.stderr.contains("a live playlist"), "\(command): \(refused.stderr)")
+            XCTAssertTrue(refused.stderr.contains("a live stream"), "\(command): \(refused.stderr)")
         }
 
         let expectations: [(String, [String], Int32, String)] = [

@@ -7,6 +7,10 @@ struct StreamPlaylists {
     let session: MediaSession
     /// Every source opened, to report what the job cost.
     private(set) var sources: [any MediaSource] = []
+    /// The Representations of the DASH manifests loaded, by the URI their variant or rendition has.
+    private var representation: [String: DASHManifest.Media] = [:]
+    /// "dash" once a DASH manifest was loaded, else "hls".
+    private(set) var format = "hls"
 
     /// `opened`: a source the caller has read already, counted with the rest.
     init(session: MediaSession, opened: (any MediaSource)? = nil) {
@@ -31,11 +35,24 @@ struct StreamPlaylists {
             throw MediaError.malformedPlaylist(input: url, detail: "\(size) bytes, more than a playlist is (\(HLSPlaylist.maximumSize))")
         }
         let text = String(decoding: try source.bytes(at: 0, count: Int(size)), as: UTF8.self)
-        return try HLSPlaylist.parse(text, url: StreamPlaylists.location(of: source, input: url))
+        let location = StreamPlaylists.location(of: source, input: url)
+        if StreamingManifest.kind(ofText: text) == StreamingManifest.dash {
+            let (master, representations) = try DASHManifest.parse(text, url: location)
+            representations.forEach { representation[$0] = $1 }
+            format = "dash"
+            return .master(master)
+        }
+        return try HLSPlaylist.parse(text, url: location)
     }
 
-    /// A media playlist, as a variant or rendition URI names it.
+    /// A media playlist, as a variant or rendition URI names it (a DASH Representation's: the
+    /// segments its manifest lists, or its `sidx` says).
     mutating func loadMedia(_ url: String) throws -> HLSMedia {
+        switch representation[url] {
+        case .listed(let media)?: return media
+        case .indexed(let file)?: return try segments(indexedBy: file)
+        case nil: break
+        }
         guard case .media(let media) = try load(url) else {
             throw MediaError.malformedPlaylist(input: url, detail: "a variant's playlist lists variants itself")
         }
@@ -49,6 +66,43 @@ struct StreamPlaylists {
         if let map = segment.initSection { pieces.append(try part(map.uri, range: map.byteRange)) }
         pieces.append(try part(segment.uri, range: segment.byteRange))
         return try SpanSource(input: segment.uri, pieces: pieces)
+    }
+
+    /// The segments of a one-file Representation, from its `sidx`: each reference a byte range of
+    /// the file, after the initialization range. The index comes with the initialization in one
+    /// request when they are adjacent (as packagers write them).
+    private mutating func segments(indexedBy file: DASHManifest.IndexedFile) throws -> HLSMedia {
+        let source = try session.open(file.url)
+        sources.append(source)
+        let head = file.initialization.map { min($0.lowerBound, file.index.lowerBound)..<max($0.upperBound, file.index.upperBound) }
+        try source.prefetch(head.map { $0.count <= 4 * file.index.count + (1 << 20) ? $0 : file.index } ?? file.index)
+        func malformed(_ detail: String) -> MediaError { .malformedPlaylist(input: file.url, detail: "its sidx " + detail) }
+        guard file.index.count <= HLSPlaylist.maximumSize else { throw malformed("is larger than an index is") }
+        let bytes = try source.bytes(at: file.index.lowerBound, count: file.index.count)
+        var fields = FieldReader(bytes)
+        guard let size = fields.u32(), fields.skip(4), Array(bytes.dropFirst(4).prefix(4)) == Array("sidx".utf8),
+              let (version, _) = fields.versionAndFlags(), fields.skip(4), let timescale = fields.u32(), timescale > 0,
+              let earliest = fields.uint(version == 0 ? 4 : 8), let first = fields.uint(version == 0 ? 4 : 8), fields.skip(2),
+              let count = fields.uint(2), earliest < UInt64(Int64.max / 4), first < UInt64(Int64.max / 4) else {
+            throw malformed("at \(file.index.lowerBound) is not a segment index box")
+        }
+        var media = HLSMedia()
+        var offset = file.index.lowerBound + Int64(size) + Int64(first)
+        var time = 0.0
+        for _ in 0..<count {
+            guard let reference = fields.u32(), let duration = fields.u32(), fields.skip(4) else { throw malformed("is cut short") }
+            guard reference & 0x8000_0000 == 0 else { throw malformed("points at other indexes, which mprobe does not follow") }
+            let length = Int64(reference & 0x7FFF_FFFF)
+            let seconds = Double(duration) / Double(timescale)
+            media.segments.append(HLSSegment(uri: file.url, start: time, duration: seconds, byteRange: offset..<offset + length,
+                                             initSection: file.initialization.map { HLSInitSection(uri: file.url, byteRange: $0) },
+                                             encrypted: false))
+            (offset, time) = (offset + length, time + seconds)
+        }
+        media.ended = !file.live
+        media.playlistType = file.live ? nil : "VOD"
+        media.targetDuration = media.segments.map(\.duration).max()
+        return media
     }
 
     /// A segment opened for demuxing. A segment that is itself a playlist (one that names itself,

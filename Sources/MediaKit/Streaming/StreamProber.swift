@@ -87,6 +87,8 @@ public struct StreamProbeResult: Sendable {
     }
 
     public let input: String
+    /// "hls" or "dash".
+    public let format: String
     /// The input lists variants (a master playlist) rather than segments.
     public let isMaster: Bool
     public let variants: [Variant]
@@ -119,7 +121,7 @@ public struct StreamProber: Sendable {
             master = m
         case .media(let media):
             let variant = try probed(media, chosen: variants.limit(1) == 1, playlists: &playlists)
-            return StreamProbeResult(input: input, isMaster: false, variants: [StreamProbeResult.Variant(
+            return StreamProbeResult(input: input, format: playlists.format, isMaster: false, variants: [StreamProbeResult.Variant(
                 uri: input, bandwidth: nil, averageBandwidth: nil, width: nil, height: nil, codecs: nil, frameRate: nil,
                 audioGroup: nil, subtitlesGroup: nil, playlist: StreamPlaylistInfo(media), firstSegment: variant.probe, note: variant.note)],
                 renditions: [], encryption: media.encryption.sorted(), fetch: playlists.counters,
@@ -157,7 +159,7 @@ public struct StreamProber: Sendable {
                                                             isDefault: r.isDefault, channels: r.channels, uri: r.uri,
                                                             playlist: info, firstSegment: probe))
         }
-        return StreamProbeResult(input: input, isMaster: true, variants: variantsOut, renditions: renditionsOut,
+        return StreamProbeResult(input: input, format: playlists.format, isMaster: true, variants: variantsOut, renditions: renditionsOut,
                                  encryption: encryption.sorted(), fetch: playlists.counters, seconds: Date().timeIntervalSince(started))
     }
 

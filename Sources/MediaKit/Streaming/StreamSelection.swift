@@ -66,7 +66,7 @@ struct StreamSelection {
     func checkWindow(_ input: String, start: Double) throws {
         for p in playlists {
             if !p.media.ended && p.media.playlistType == nil {
-                throw MediaError.unsupportedStream(input: input, detail: "a live playlist (no #EXT-X-ENDLIST): its segments "
+                throw MediaError.unsupportedStream(input: input, detail: "a live stream (a playlist without #EXT-X-ENDLIST, or a dynamic MPD): its segments "
                                                    + "are replaced as it plays, so no window of it can be kept; probe it instead")
             }
             if p.media.segments.isEmpty {

@@ -19,7 +19,7 @@ extension Thumbnailer {
             media = try playlists.loadMedia(variant.uri)
         }
         if media.isLive && media.playlistType == nil {
-            throw MediaError.unsupportedStream(input: input, detail: "a live playlist (no #EXT-X-ENDLIST): its segments are replaced "
+            throw MediaError.unsupportedStream(input: input, detail: "a live stream (a playlist without #EXT-X-ENDLIST, or a dynamic MPD): its segments are replaced "
                                                + "as it plays; thumbnails need a VOD playlist")
         }
         guard !media.segments.isEmpty else { throw MediaError.malformedPlaylist(input: input, detail: "a media playlist without segments") }
