@@ -25,7 +25,8 @@ public enum CacheReport {
     /// `{"url", "size", "ranges": [{"start", "end"}], "tracks": [{"index", "type", "buffered"}],
     /// "duration", "moov": {"offset", "size"}}`: ends exclusive, times in seconds; `tracks`,
     /// `duration` and `moov` are null when the header is not cached (or does not say).
-    public static func ranges(url: String, resource: CachedResource?, media: CachedMedia?) -> JSON {
+    /// `stream`: for a playlist or manifest, what of each variant and rendition is cached (null otherwise).
+    public static func ranges(url: String, resource: CachedResource?, media: CachedMedia?, stream: [StreamBuffer]? = nil) -> JSON {
         .object([
             ("url", .string(url)), ("size", .optional(resource?.size)),
             ("ranges", PrefetchReport.rangesJSON(resource?.ranges.ranges ?? [])),
@@ -35,6 +36,10 @@ public enum CacheReport {
             }) } ?? .null),
             ("duration", media?.duration.map { .double(PrefetchReport.ms($0)) } ?? .null),
             ("moov", media?.moov.map { .object([("offset", .int($0.lowerBound)), ("size", .int(Int64($0.count)))]) } ?? .null),
+            ("stream", stream.map { .array($0.map { b in
+                .object([("uri", .string(b.uri)), ("role", .string(b.role)), ("bandwidth", .optional(b.bandwidth.map(Int64.init))),
+                         ("duration", .double(PrefetchReport.ms(b.duration))), ("buffered", PrefetchReport.timeRangesJSON(b.buffered))])
+            }) } ?? .null),
         ])
     }
 }

@@ -82,9 +82,9 @@ final class CacheCommandTests: CLITestCase {
         let latin = try onTerminal(locale: "C")
         XCTAssertTrue(latin.contains(expected[0] + "\r\n"), "ASCII on a terminal that is not UTF-8: \(latin)")
 
-        // --json keeps its members and adds the duration and the moov.
+        // --json keeps its members and adds the duration, the moov and (null for a media file) the stream.
         let json = try json(try mprobe(["cache", "ranges", url, "--json", "--cache-dir", cacheDir]))
-        XCTAssertEqual(Set(json.keys), ["url", "size", "ranges", "tracks", "duration", "moov"])
+        XCTAssertEqual(Set(json.keys), ["url", "size", "ranges", "tracks", "duration", "moov", "stream"])
         XCTAssertEqual(json["duration"] as? Double, 4.0)
         XCTAssertEqual(json["moov"] as? [String: Int], ["offset": 153391, "size": 4715])
     }

@@ -133,6 +133,11 @@ final class HLSTests: CLITestCase {
                 let buffered = p["buffered"] as? [[String: Any]] ?? []
                 XCTAssertTrue(buffered.contains { ($0["start"] as? Double ?? 99) <= 5 && ($0["end"] as? Double ?? 0) >= 9 }, "\(p)")
             }
+            // `cache ranges` of the playlist says the same, without the network.
+            let ranges = try json(try mprobe(["cache", "ranges", nginx.url(path), "--json", "--cache-dir", cache]))
+            let stream = try XCTUnwrap(ranges["stream"] as? [[String: Any]], "\(ranges)")
+            XCTAssertTrue(stream.contains { (($0["buffered"] as? [[String: Any]]) ?? []).contains {
+                ($0["start"] as? Double ?? 99) <= 5 && ($0["end"] as? Double ?? 0) >= 9 } }, "\(stream)")
             nginx.clearLog()
             let check = try mprobe(["check", nginx.url(path), "--start", "5", "--seconds", "4", "--offline", "--cache-dir", cache] + options)
             XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)

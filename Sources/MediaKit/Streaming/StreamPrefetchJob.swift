@@ -137,3 +137,41 @@ private final class ManagedCounter: @unchecked Sendable {
     func add(_ n: Int64) { lock.withLock { count += n } }
     var value: Int64 { lock.withLock { count } }
 }
+
+/// What of a stream is cached: per variant and rendition whose playlist is, the stretches whose
+/// segments all are (`mprobe cache ranges` of a playlist or manifest).
+public struct StreamBuffer: Sendable {
+    public let uri: String
+    /// "variant" or "rendition".
+    public let role: String
+    public let bandwidth: Int?
+    public let duration: Double
+    public let buffered: [Range<Double>]
+
+    /// Nil when `input` is not a playlist or manifest the cache holds; `session` should be offline.
+    public static func cached(_ input: String, session: MediaSession) -> [StreamBuffer]? {
+        var playlists = StreamPlaylists(session: session)
+        guard let top = try? playlists.load(input) else { return nil }
+        func buffer(_ uri: String, role: String, bandwidth: Int?, media: HLSMedia) -> StreamBuffer? {
+            guard let spans = try? StreamPrefetchJob.buffered(media, session: session) else { return nil }
+            return StreamBuffer(uri: uri, role: role, bandwidth: bandwidth, duration: media.duration, buffered: spans)
+        }
+        switch top {
+        case .media(let media):
+            return [buffer(input, role: "variant", bandwidth: nil, media: media)].compactMap { $0 }
+        case .master(let master):
+            var out: [StreamBuffer] = []
+            for v in master.variants {
+                if let media = try? playlists.loadMedia(v.uri), let b = buffer(v.uri, role: "variant", bandwidth: v.bandwidth, media: media) {
+                    out.append(b)
+                }
+            }
+            for r in master.renditions {
+                if let uri = r.uri, let media = try? playlists.loadMedia(uri), let b = buffer(uri, role: "rendition", bandwidth: nil, media: media) {
+                    out.append(b)
+                }
+            }
+            return out
+        }
+    }
+}

@@ -52,8 +52,10 @@ extension Service {
         guard resource != nil else { return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: nil, media: nil)) }
         return try opening(request) { _ in
             // Buffered times and the moov need the cached header; without it they are unknown (null), not an error.
-            let media = try? BufferedRanges.cachedMedia(url, session: MediaSession(cache: cache, offline: true))
-            return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, media: media))
+            let offline = MediaSession(cache: cache, offline: true)
+            let media = try? BufferedRanges.cachedMedia(url, session: offline)
+            let stream = media == nil ? StreamBuffer.cached(url, session: offline) : nil
+            return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, media: media, stream: stream))
         }
     }
 

@@ -115,9 +115,11 @@ enum CacheCommand: OptionCommand {
         // whose header is not cached (or that is not media) has none, and that is not an error here.
         let media: CachedMedia? = resource == nil ? nil : try? BufferedRanges.cachedMedia(
             url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
+        let stream = media != nil || resource == nil ? nil : StreamBuffer.cached(
+            url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
         let shown = cache.urlRules.shown(url)
         if options.json {
-            Console.out(CacheReport.ranges(url: shown, resource: resource, media: media).text)
+            Console.out(CacheReport.ranges(url: shown, resource: resource, media: media, stream: stream).text)
             return .success
         }
         guard let resource else {
@@ -134,7 +136,15 @@ enum CacheCommand: OptionCommand {
                 Console.out(line)
             }
         }
-        if media == nil { Console.out("buffered time ranges: unknown (the header is not cached)") }
+        if let stream {
+            for b in stream {
+                let spans = b.buffered.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
+                Console.out("  \(b.role) \(b.bandwidth.map { "\($0 / 1000) kb/s " } ?? "")(of \(String(format: "%.3f s", b.duration))): "
+                            + (spans.isEmpty ? "nothing buffered" : "buffered " + spans.joined(separator: ", ")) + "  \(cache.urlRules.shown(b.uri))")
+            }
+        } else if media == nil {
+            Console.out("buffered time ranges: unknown (the header is not cached)")
+        }
         for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
         return .success
     }
