@@ -56,31 +56,6 @@ echo "| ffprobe -version | $S_FFPROBE |"
 echo "| ffprobe -show_format -show_streams (local ${SMALL##*/}) | $S_FFPROBE_LOCAL |"
 echo
 
-# One cold run of a command; prints "seconds requests bytes_sent".
-once() { # SHELL-COMMAND
-    rm -rf "$WORK/cache" "$WORK/out"; : > "$NGINX_LOG"
-    local t
-    t=$(bench_time sh -c "$1")
-    sleep 0.3 # nginx logs a request when its connection finishes sending
-    echo "$t $(bench_log_requests) $(bench_log_bytes)"
-    # What a peer abandoned is still on the link (up to the queue on each of its connections):
-    # the next run starts once the proxy says the link is idle.
-    until [ "$(cat "$WORK/link-busy" 2>/dev/null)" = "0.000" ]; do sleep 0.05; done
-    sleep "$SETTLE"
-}
-
-# Best of ROUNDS; prints "seconds requests bytes_sent" of the best run.
-best_of() { # SHELL-COMMAND
-    local best_line="" line
-    for _ in $(seq "$ROUNDS"); do
-        line=$(once "$1")
-        if [ -z "$best_line" ] || python3 -c "import sys; sys.exit(0 if ${line%% *} < ${best_line%% *} else 1)"; then
-            best_line=$line
-        fi
-    done
-    echo "$best_line"
-}
-
 for link in $LINKS; do
     rtt=${link%/*} mbit=${link#*/}
     bench_start_proxy "$rtt" "$mbit" --shared --queue "$QUEUE" --status "$WORK/link-busy"
@@ -97,7 +72,7 @@ for link in $LINKS; do
     # The row's "before" cells: the same command with MPROBE_BEFORE's binary.
     before() { # SHELL-COMMAND USING $BIN
         [ -n "${MPROBE_BEFORE:-}" ] || return 0
-        local b=($(best_of "BIN='$MPROBE_BEFORE'; $1"))
+        local b=($(bench_best_of "BIN='$MPROBE_BEFORE'; $1"))
         echo " ${b[0]} | ${b[1]} | ${b[2]} |"
     }
     row() { # JOB M_LINE PEER PEER_LINE FLOOR_ROUND_TRIPS FLOOR_BYTES [BEFORE_CELLS]
@@ -115,7 +90,7 @@ for link in $LINKS; do
     # Each job as a command of $BIN; the floor's bytes come from mprobe's own report.
     job() { # JOB-COMMAND REPORT FLOOR-KEY...
         local m b fb
-        m=$(best_of "BIN='$M'; $1")
+        m=$(bench_best_of "BIN='$M'; $1")
         fb=$(python3 -c "import json; d=json.load(open('$2')); print(d$3)")
         b=$(before "$1")
         echo "$m|$fb|$b"
@@ -124,14 +99,14 @@ for link in $LINKS; do
         [[ " $JOBS " == *" probe "* ]] || break
         url="$base/$file"
         IFS='|' read -r m fb b <<< "$(job "\$BIN probe '$url' --json --cache-dir '$WORK/cache' > '$WORK/p.json'" "$WORK/p.json" "['fetch']['floor_bytes']")"
-        p=$(best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")
+        p=$(bench_best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")
         if [ "$file" = long-faststart.mp4 ]; then row "probe, moov at front" "$m" ffprobe "$p" 1 "$fb" "$b"
         else row "probe, moov at end" "$m" ffprobe "$p" 2 "$fb" "$b"; fi
     done
     url="$base/long-moov-end.mp4"
     if [[ " $JOBS " == *" thumbs "* ]]; then
         IFS='|' read -r m fb b <<< "$(job "\$BIN thumbs '$url' --count 10 --out '$WORK/out' --quiet --json --cache-dir '$WORK/cache' > '$WORK/t.json'" "$WORK/t.json" "['fetch']['floor_bytes']")"
-        p=$(best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")
+        p=$(bench_best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")
         row "10 thumbnails, moov at end" "$m" "ffmpeg -ss T -frames:v 1 ×10" "$p" 3 "$fb" "$b"
     fi
     for start in 0 300; do

@@ -64,3 +64,28 @@ bench_log_bytes() { awk '{ s += $(NF-1) } END { print s + 0 }' "$NGINX_LOG"; }
 
 # Wall seconds of a command (stdout discarded unless redirected inside).
 bench_time() { local t0 t1; t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }
+
+# One cold run of a command; prints "seconds requests bytes_sent".
+bench_once() { # SHELL-COMMAND (uses WORK, NGINX_LOG, SETTLE)
+    rm -rf "$WORK/cache" "$WORK/out"; : > "$NGINX_LOG"
+    local t
+    t=$(bench_time sh -c "$1")
+    sleep 0.3 # nginx logs a request when its connection finishes sending
+    echo "$t $(bench_log_requests) $(bench_log_bytes)"
+    # What a peer abandoned is still on the link (up to the queue on each of its connections):
+    # the next run starts once the proxy says the link is idle.
+    until [ "$(cat "$WORK/link-busy" 2>/dev/null)" = "0.000" ]; do sleep 0.05; done
+    sleep "$SETTLE"
+}
+
+# Best of ROUNDS; prints "seconds requests bytes_sent" of the best run.
+bench_best_of() { # SHELL-COMMAND (and ROUNDS)
+    local best_line="" line
+    for _ in $(seq "$ROUNDS"); do
+        line=$(bench_once "$1")
+        if [ -z "$best_line" ] || python3 -c "import sys; sys.exit(0 if ${line%% *} < ${best_line%% *} else 1)"; then
+            best_line=$line
+        fi
+    done
+    echo "$best_line"
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Streams benchmark (HLS and DASH): the 10-minute 720p recording of Samples/make-large.sh packaged
+# as people serve it — HLS with MPEG-TS segments, HLS with fMP4 segments, DASH (SegmentTemplate
+# with a timeline) — each with two video variants (720p as recorded, a 360p encode) and 4 s
+# segments. A cold probe, a prefetch of 10 s at 300 s and 10 thumbnails, mprobe against ffprobe
+# and ffmpeg (`-ss T -i URL`) on the same origin, through bench/latency_proxy.py (60 ms RTT,
+# 50 Mbit/s, one shared link): wall seconds, requests and bytes nginx sent; best of ROUNDS.
+#
+# Usage: bench/streams.sh [ROUNDS=3] [LINK=60/50]   (MPROBE_BIN=path: that binary, no build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+if [ -n "${MPROBE_BIN:-}" ]; then M=$MPROBE_BIN; else bench_prepare; fi
+ROUNDS=${1:-3}
+LINK=${2:-60/50}
+bench_start_origin
+S="$LARGE/streams"
+SRC="$LARGE/long-faststart.mp4"
+if [ ! -s "$S/dash/manifest.mpd" ]; then
+    mkdir -p "$S/ts" "$S/fmp4" "$S/dash"
+    [ -s "$S/low.mp4" ] || ffmpeg -hide_banner -loglevel error -y -i "$SRC" -vf scale=640:360 -c:v libx264 -preset veryfast \
+        -force_key_frames "expr:gte(t,n_forced*2)" -c:a copy "$S/low.mp4"
+    two=(-i "$SRC" -i "$S/low.mp4" -map 0:v -map 0:a -map 1:v -map 1:a -c copy)
+    hls=(-f hls -hls_time 4 -hls_playlist_type vod -master_pl_name master.m3u8 -var_stream_map "v:0,a:0 v:1,a:1")
+    ffmpeg -hide_banner -loglevel error -y "${two[@]}" "${hls[@]}" -hls_segment_filename "$S/ts/v%v_%d.ts" "$S/ts/v%v.m3u8"
+    ffmpeg -hide_banner -loglevel error -y "${two[@]}" "${hls[@]}" -hls_segment_type fmp4 -hls_fmp4_init_filename "init%v.mp4" \
+        -hls_segment_filename "$S/fmp4/v%v_%d.m4s" "$S/fmp4/v%v.m3u8"
+    ffmpeg -hide_banner -loglevel error -y "${two[@]}" -f dash -seg_duration 4 "$S/dash/manifest.mpd"
+fi
+rtt=${LINK%/*} mbit=${LINK#*/}
+bench_start_proxy "$rtt" "$mbit" --shared --queue $((4 << 20)) --status "$WORK/link-busy"
+SETTLE=$(python3 -c "print(f'{2 * $rtt / 1000 + 0.2:.2f}')")
+base="http://127.0.0.1:$PROXY_PORT/streams"
+TIMES=$(python3 -c "print(' '.join(str(i * 60) for i in range(10)))")
+mb() { python3 -c "print(f'{$1 / 1e6:.2f}')"; }
+row() { # STREAM JOB M_LINE PEER P_LINE
+    local m=($3) p=($5)
+    echo "| $1 | $2 | ${m[0]} | ${m[1]} | $(mb "${m[2]}") | $4 | ${p[0]} | ${p[1]} | $(mb "${p[2]}") | $(python3 -c "print(f'{${m[0]} / ${p[0]}:.2f}')") |"
+}
+
+echo "## ${rtt} ms RTT, ${mbit} Mbit/s, shared link; best of $ROUNDS, cold cache"
+echo
+echo "| stream | job | mprobe s | req | MB sent | peer | peer s | req | MB sent | mprobe ÷ peer |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for stream in ts/master.m3u8 fmp4/master.m3u8 dash/manifest.mpd; do
+    url="$base/$stream"
+    row "$stream" probe "$(bench_best_of "'$M' '$url' --cache-dir '$WORK/cache' > /dev/null")" \
+        "ffprobe" "$(bench_best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")"
+    row "$stream" "prefetch 10 s at 300 s" \
+        "$(bench_best_of "'$M' prefetch '$url' --start 300 --seconds 10 --quiet --cache-dir '$WORK/cache' > /dev/null")" \
+        "ffmpeg -ss 300 -t 10 -c copy" \
+        "$(bench_best_of "ffmpeg -v error -ss 300 -i '$url' -t 10 -map 0:v:0 -map 0:a:0 -c copy -f null - ")"
+    row "$stream" "10 thumbnails" \
+        "$(bench_best_of "'$M' thumbs '$url' --count 10 --out '$WORK/out' --cache-dir '$WORK/cache' > /dev/null")" \
+        "ffmpeg -ss T -frames:v 1, ×10" \
+        "$(bench_best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")"
+done
