@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-bench_prepare
+if [ -n "${MPROBE_BIN:-}" ]; then M=$MPROBE_BIN; else bench_prepare; fi
 JOBS=${1:-probe prefetch thumbs}
 LARGE=${MPROBE_LARGE_SAMPLES:-$PWD/Samples/large}
 Samples/make-large.sh "$LARGE" >&2

@@ -17,13 +17,7 @@ enum ProbeOutput {
         }
         var lines = [r.input, "  " + head.joined(separator: " · ")]
         for t in r.tracks { lines.append("  #\(t.index) " + trackLine(t)) }
-        let cost = "  fetched: \(r.fetch.requests) requests, \(Console.humanBytes(r.fetch.bytesFetched)), "
-            + "\(Console.humanBytes(r.fetch.bytesFromCache)) from cache, \(String(format: "%.2f", r.seconds)) s"
-        if verbose {
-            lines.append(cost)
-        } else if isatty(STDOUT_FILENO) != 0 {
-            lines.append("\u{1B}[2m" + cost + "\u{1B}[0m")
-        }
+        lines += costLine(r.fetch, seconds: r.seconds, verbose: verbose)
         return lines.joined(separator: "\n")
     }
 
@@ -63,14 +57,16 @@ enum ProbeOutput {
             lines.append(parts.joined(separator: "  "))
             for t in rendition.firstSegment?.tracks ?? [] { lines.append("    #\(t.index) " + trackLine(t)) }
         }
-        let cost = "  fetched: \(r.fetch.requests) requests, \(Console.humanBytes(r.fetch.bytesFetched)), "
-            + "\(Console.humanBytes(r.fetch.bytesFromCache)) from cache, \(String(format: "%.2f", r.seconds)) s"
-        if verbose {
-            lines.append(cost)
-        } else if isatty(STDOUT_FILENO) != 0 {
-            lines.append("\u{1B}[2m" + cost + "\u{1B}[0m")
-        }
+        lines += costLine(r.fetch, seconds: r.seconds, verbose: verbose)
         return lines.joined(separator: "\n")
+    }
+
+    /// What the probe cost: shown with -v, dimmed on a terminal, left out in a pipe.
+    private static func costLine(_ fetch: SourceCounters, seconds: Double, verbose: Bool) -> [String] {
+        let cost = "  fetched: \(fetch.requests) requests, \(Console.humanBytes(fetch.bytesFetched)), "
+            + "\(Console.humanBytes(fetch.bytesFromCache)) from cache, \(String(format: "%.2f", seconds)) s"
+        if verbose { return [cost] }
+        return isatty(STDOUT_FILENO) != 0 ? ["\u{1B}[2m" + cost + "\u{1B}[0m"] : []
     }
 
     private static func trackLine(_ t: TrackInfo) -> String {

@@ -225,18 +225,10 @@ enum DASHManifest {
         return out + rest
     }
 
-    /// `reference` against `base`: nil when there is none. Only http(s) from an http(s) manifest.
+    /// `reference` against `base`, nil when there is none (`StreamURL.resolve`).
     static func resolve(_ reference: String?, against base: String, url: String) throws -> String? {
         guard let reference = reference?.trimmingCharacters(in: .whitespacesAndNewlines), !reference.isEmpty else { return nil }
-        guard let baseURL = URL(string: base), let resolved = URL(string: reference, relativeTo: baseURL)?.absoluteURL else {
-            throw MediaError.malformedPlaylist(input: url, detail: "a URL that cannot be resolved: \(reference)")
-        }
-        let scheme = resolved.scheme?.lowercased() ?? ""
-        let remote = ["http", "https"].contains(baseURL.scheme?.lowercased() ?? "")
-        guard ["http", "https"].contains(scheme) || (!remote && scheme == "file") else {
-            throw MediaError.malformedPlaylist(input: url, detail: "a URL mprobe does not follow from here: \(reference)")
-        }
-        return resolved.absoluteString
+        return try StreamURL.resolve(reference, against: base, in: url)
     }
 
     /// `first-last` (inclusive) as a range.

@@ -155,19 +155,8 @@ enum HLSPlaylist: Sendable {
             return parsed
         }
 
-        /// An absolute URL for `reference`. A playlist on a web server may only point at http(s):
-        /// a `file:` URI there would read the local disk on the origin's say-so.
         private func resolve(_ reference: String) throws -> String {
-            guard let base = URL(string: url) ?? (url.hasPrefix("/") ? URL(fileURLWithPath: url) : nil),
-                  let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else {
-                throw MediaError.malformedPlaylist(input: url, detail: "a URI that cannot be resolved: \(reference)")
-            }
-            let scheme = resolved.scheme?.lowercased() ?? ""
-            let remote = ["http", "https"].contains(base.scheme?.lowercased() ?? "")
-            guard ["http", "https"].contains(scheme) || (!remote && scheme == "file") else {
-                throw MediaError.malformedPlaylist(input: url, detail: "a URI mprobe does not follow from here: \(reference)")
-            }
-            return resolved.absoluteString
+            try StreamURL.resolve(reference, against: url, in: url)
         }
     }
 }
