@@ -175,6 +175,27 @@ final class HLSTests: CLITestCase {
         XCTAssertEqual(log.last?.range, "bytes=0-98303", "the segment's head, not all of it")
     }
 
+    /// The user's headers go on every playlist and segment request; segment URIs with query
+    /// strings (signed URLs) keep them, relative to the playlist.
+    func testHeadersReachEveryRequestAndSignedSegmentURLsKeepTheirQuery() throws {
+        let www = try makeStreams()
+        var signed = try String(contentsOfFile: www + "/ts/v0.m3u8", encoding: .utf8)
+        signed = signed.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasSuffix(".ts") ? $0 + "?sig=abc&exp=1" : $0 }.joined(separator: "\n")
+        try Data(signed.utf8).write(to: URL(fileURLWithPath: www + "/ts/signed.m3u8"))
+        let nginx = try NginxServer(root: www, locations: #"location /ts/ { if ($http_x_token != "s3cret") { return 403; } }"#)
+        let url = nginx.url("/ts/signed.m3u8")
+        let refused = try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cacheDir], expect: 3)
+        XCTAssertTrue(refused.stderr.contains("HTTP 403"), refused.stderr)
+        nginx.clearLog()
+        try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "-H", "X-Token: s3cret", "--cache-dir", cacheDir])
+        let log = try nginx.accessLog()
+        XCTAssertEqual(log.map(\.status), Array(repeating: 206, count: 4), "the playlist and three segments, each with the header")
+        XCTAssertEqual(log.filter { $0.path.hasSuffix(".ts?sig=abc&exp=1") }.count, 3, "\(log.map(\.path))")
+        let check = try mprobe(["check", url, "--start", "5", "--seconds", "4", "--offline", "--cache-dir", cacheDir])
+        XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
+    }
+
     func testLiveBrokenAndHostilePlaylistsAreClearErrors() throws {
         let www = try makeStreams()
         let segment = "#EXTINF:2.0,\n../ts/v0_0.ts\n"
