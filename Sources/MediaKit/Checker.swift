@@ -30,6 +30,8 @@ public struct Checker: Sendable {
 
     /// The variant an HLS stream is checked in (the one `prefetch --variant` kept).
     public var pick = VariantPick.best
+    /// How far before the window's end (or the segments' end) a stream's last decoded frame may be.
+    static let streamSlack = 0.75
 
     public init() {}
 
@@ -64,17 +66,30 @@ public struct Checker: Sendable {
             guard let first = segments.first else { continue }
             var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
             if let map = first.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
-            for s in segments { pieces.append((try session.open(s.uri), s.byteRange)) }
+            for s in segments {
+                let source = try session.open(s.uri)
+                // A segment that is not media (an error page served with 200) would only thin the
+                // frames out: said by name instead.
+                try StreamPlaylists.checkIsMedia(source, range: s.byteRange)
+                pieces.append((source, s.byteRange))
+            }
             let span = try SpanSource(input: p.uri, pieces: pieces)
             playlists.add(span.parts.map(\.source))
             let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
             let within = max(0, start - first.start)
             let r = try checkOnce(opened, session: session, start: within, seconds: seconds,
                                   tracks: p.role == "audio" ? .some(indices: [], kinds: [.audio]) : selection, seek: false)
+            // The window within what these segments hold: decoding must reach near its end. A
+            // playlist's durations can promise more than the segments hold.
+            let reach = min(start + seconds, (segments.last.map { $0.start + $0.duration }) ?? start)
             for t in r.tracks {
                 var renumbered = TrackResult(index: tracks.count, kind: t.kind, codec: t.codec)
                 (renumbered.frames, renumbered.packets, renumbered.errors) = (t.frames, t.packets, t.errors)
                 (renumbered.lastTime, renumbered.complete) = (t.lastTime.map { $0 + first.start }, t.complete)
+                if reach - start > Checker.streamSlack, (renumbered.lastTime ?? -1) < reach - Checker.streamSlack {
+                    renumbered.errors.append(String(format: "decoded up to %@, but the playlist's segments reach %.3f s",
+                                                    renumbered.lastTime.map { String(format: "%.3f s", $0) } ?? "no frame", reach))
+                }
                 tracks.append(renumbered)
             }
         }

@@ -66,6 +66,19 @@ public struct ThumbnailOptions: Sendable {
         }
     }
 
+    /// What the limit left out of the requested times, in words; nil when nothing.
+    func limitNote(duration: Double) -> String? {
+        let limit = max(1, min(self.limit, ThumbnailOptions.maxCount))
+        let asked: Double
+        switch times {
+        case .every(let step): asked = step > 0 ? (max(duration, step / 2) / step).rounded(.up) : 1
+        case .count(let n): asked = Double(n)
+        case .at(let list): asked = Double(list.count)
+        }
+        guard asked > Double(limit) else { return nil }
+        return String(format: "%.0f thumbnails asked for, the first %d made (the limit)", asked, limit)
+    }
+
     /// Why the sprite grid cannot be made, or nil: checked before any work, with the requested
     /// thumbnail size (a side not given follows a 16:9 picture, e.g. the default 320x180).
     public var spriteProblem: String? {

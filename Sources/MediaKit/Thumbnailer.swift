@@ -121,6 +121,7 @@ public struct Thumbnailer: Sendable {
         let keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
         // For each requested time: the key frame at or before it (clamped to the last one).
         let times = given ?? options.requestedTimes(duration: duration ?? 0)
+        if given == nil, let note = options.limitNote(duration: duration ?? 0) { notes.append(note) }
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import RangeFetch
 
 /// A DASH manifest (MPD) read into the same model as an HLS master playlist, so that probe,
 /// prefetch, check and thumbs treat both alike: each video Representation a variant, each audio
@@ -37,8 +38,8 @@ enum DASHManifest {
         let periodStart = try duration(period["start"], url: url) ?? 0
         let periodSeconds = try duration(period["duration"], url: url)
             ?? (try duration(root["mediaPresentationDuration"], url: url)).map { $0 - periodStart }
-        let periodBase = try resolve(root.child("BaseURL")?.text, against: url, url: url)
-            .flatMap { try resolve(period.child("BaseURL")?.text, against: $0, url: url) } ?? url
+        let manifestBase = try resolve(root.child("BaseURL")?.text, against: url, url: url) ?? url
+        let periodBase = try resolve(period.child("BaseURL")?.text, against: manifestBase, url: url) ?? manifestBase
 
         var master = HLSMaster()
         var media: [String: Media] = [:]
@@ -114,14 +115,18 @@ enum DASHManifest {
             return .listed(try templated(attributes, timeline: timeline, context: c))
         }
         if let list = rep.child("SegmentList") ?? set.child("SegmentList") {
-            let timescale = Double(list["timescale"] ?? "1") ?? 1
-            let each = Double(list["duration"] ?? "").map { $0 / max(1, timescale) }
+            let timescale = Double(try number(list.attributes, "timescale", in: 1...Int64(UInt32.max), absent: 1, url: url))
+            let stated = try number(list.attributes, "duration", in: 0...maximumTime, absent: 0, url: url)
+            let each = stated > 0 ? Double(stated) / timescale : nil
             let initialization = try list.child("Initialization").map { i in
                 HLSInitSection(uri: try resolve(i["sourceURL"], against: c.base, url: url) ?? c.base, byteRange: try range(i["range"], url: url))
             }
             var result = HLSMedia()
             var time = 0.0
-            for s in list.all("SegmentURL").prefix(maximumSegments) {
+            guard list.all("SegmentURL").count <= maximumSegments else {
+                throw MediaError.malformedPlaylist(input: url, detail: "more than \(maximumSegments) segments in a Representation")
+            }
+            for s in list.all("SegmentURL") {
                 let seconds = each ?? (c.periodSeconds ?? 0) / Double(max(1, list.all("SegmentURL").count))
                 result.segments.append(HLSSegment(uri: try resolve(s["media"], against: c.base, url: url) ?? c.base, start: time,
                                                   duration: seconds, byteRange: try range(s["mediaRange"], url: url),
@@ -141,11 +146,23 @@ enum DASHManifest {
     }
 
     /// Segments from a `SegmentTemplate`: its `SegmentTimeline`, or `duration` segments over the Period.
+    /// A whole number attribute in `range`; absent: `absent`. Anything else is the manifest's fault.
+    private static func number(_ a: [String: String], _ name: String, in range: ClosedRange<Int64>, absent: Int64, url: String) throws -> Int64 {
+        guard let text = a[name] else { return absent }
+        guard let value = Int64(text), range.contains(value) else {
+            throw MediaError.malformedPlaylist(input: url, detail: "\(name)=\"\(text)\" is not a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    /// Times in a timescale stay below this (2^50: centuries at 90 kHz), so sums cannot overflow.
+    static let maximumTime: Int64 = 1 << 50
+
     private static func templated(_ a: [String: String], timeline: MarkupElement?, context c: Context) throws -> HLSMedia {
         let url = c.manifest
-        let timescale = max(1, Int64(a["timescale"] ?? "1") ?? 1)
-        let offset = Int64(a["presentationTimeOffset"] ?? "0") ?? 0
-        let firstNumber = Int64(a["startNumber"] ?? "1") ?? 1
+        let timescale = try number(a, "timescale", in: 1...Int64(UInt32.max), absent: 1, url: url)
+        let offset = try number(a, "presentationTimeOffset", in: 0...maximumTime, absent: 0, url: url)
+        let firstNumber = try number(a, "startNumber", in: 0...maximumTime, absent: 1, url: url)
         guard let mediaTemplate = a["media"] else { throw MediaError.malformedPlaylist(input: url, detail: "a SegmentTemplate without media") }
         let initialization = try a["initialization"].map { template in
             HLSInitSection(uri: try resolve(expand(template, c, number: nil, time: nil), against: c.base, url: url) ?? c.base, byteRange: nil)
@@ -156,23 +173,36 @@ enum DASHManifest {
             let entries = timeline.all("S")
             var next: Int64 = 0
             for (i, s) in entries.enumerated() {
-                guard let d = Int64(s["d"] ?? ""), d > 0 else { throw MediaError.malformedPlaylist(input: url, detail: "a timeline entry without a duration") }
-                var t = Int64(s["t"] ?? "") ?? next
-                var repeats = Int64(s["r"] ?? "0") ?? 0
+                let d = try number(s.attributes, "d", in: 1...maximumTime, absent: 0, url: url)
+                guard d > 0 else { throw MediaError.malformedPlaylist(input: url, detail: "a timeline entry without a duration") }
+                var t = try number(s.attributes, "t", in: 0...maximumTime, absent: next, url: url)
+                guard t >= next else {
+                    throw MediaError.malformedPlaylist(input: url, detail: "its timeline goes back in time (t=\(t) after \(next))")
+                }
+                var repeats = try number(s.attributes, "r", in: -1...Int64(Int32.max), absent: 0, url: url)
                 if repeats < 0 {
                     // Up to the next entry's time, or the Period's end.
-                    let until = (i + 1 < entries.count ? Int64(entries[i + 1]["t"] ?? "") : nil) ?? end ?? t + d
+                    let following = i + 1 < entries.count ? try number(entries[i + 1].attributes, "t", in: 0...maximumTime, absent: -1, url: url) : -1
+                    let until = following >= 0 ? following : end ?? t + d
                     repeats = max(0, (until - t + d - 1) / d - 1)
                 }
-                for _ in 0...min(repeats, Int64(maximumSegments)) where times.count < maximumSegments {
+                for _ in 0...repeats {
+                    // The Period ends the timeline (a repeat count may claim more).
+                    if let end, t >= end { break }
+                    guard times.count < maximumSegments else {
+                        throw MediaError.malformedPlaylist(input: url, detail: "more than \(maximumSegments) segments in a Representation")
+                    }
                     times.append((t, d))
                     t += d
                 }
                 next = t
             }
-        } else if let d = Int64(a["duration"] ?? ""), d > 0, let seconds = c.periodSeconds {
-            let count = min(Int64(maximumSegments), Int64((seconds * Double(timescale) / Double(d)).rounded(.up)))
-            times = (0..<max(0, count)).map { (offset + $0 * d, d) }
+        } else if let d = Optional(try number(a, "duration", in: 0...maximumTime, absent: 0, url: url)), d > 0, let seconds = c.periodSeconds {
+            let count = (seconds * Double(timescale) / Double(d)).rounded(.up)
+            guard count <= Double(maximumSegments) else {
+                throw MediaError.malformedPlaylist(input: url, detail: "more than \(maximumSegments) segments in a Representation")
+            }
+            times = (0..<max(0, Int64(count))).map { (offset + $0 * d, d) }
         }
         // (A template without a timeline or a Period length lists none: live, they follow the clock.)
         var result = HLSMedia()
@@ -208,7 +238,8 @@ enum DASHManifest {
             let tag = rest[after..<close]
             let (name, format) = tag.firstIndex(of: "%").map { (tag[..<$0], String(tag[$0...])) } ?? (tag, "")
             func formatted(_ v: Int64) -> String {
-                let width = Int(format.dropFirst().drop { $0 == "0" }.dropLast()) ?? 0
+                // A width beyond any number's (%0999999d would make a megabyte of zeros) is the number's own.
+                let width = min(20, Int(format.dropFirst().drop { $0 == "0" }.dropLast()) ?? 0)
                 let digits = String(v)
                 return format.hasPrefix("%0") && digits.count < width ? String(repeating: "0", count: width - digits.count) + digits : digits
             }
@@ -235,7 +266,7 @@ enum DASHManifest {
     static func range(_ text: String?, url: String) throws -> Range<Int64>? {
         guard let text else { return nil }
         let parts = text.split(separator: "-").map { Int64($0.trimmingCharacters(in: .whitespaces)) }
-        guard parts.count == 2, let first = parts[0], let last = parts[1], first >= 0, last >= first, last < Int64.max else {
+        guard parts.count == 2, let first = parts[0], let last = parts[1], first >= 0, last >= first, last < ResponseInfo.maxResourceSize else {
             throw MediaError.malformedPlaylist(input: url, detail: "a byte range that is not first-last: \(text)")
         }
         return first..<last + 1

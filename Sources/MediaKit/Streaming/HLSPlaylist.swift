@@ -1,4 +1,5 @@
 import Foundation
+import RangeFetch
 
 /// An HLS playlist (RFC 8216) as mprobe uses it: a master playlist lists variants and renditions,
 /// a media playlist lists segments. URIs are made absolute against the playlist's own URL (after
@@ -14,7 +15,8 @@ enum HLSPlaylist: Sendable {
     /// Parses `text`, fetched from `url`. Throws `MediaError.malformedPlaylist` for text that is
     /// not a playlist, and for tags whose values make no sense.
     static func parse(_ text: String, url: String) throws -> HLSPlaylist {
-        var lines = text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r" })
+        // \r\n is one Character in Swift: split on any line break.
+        var lines = text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }[...]
         guard let first = lines.first, first.drop(while: { $0 == "\u{FEFF}" }) == "#EXTM3U" else {
             throw MediaError.malformedPlaylist(input: url, detail: "it does not start with #EXTM3U")
@@ -63,7 +65,7 @@ enum HLSPlaylist: Sendable {
 
         private func variant(_ a: HLSAttributes, uri: String) throws -> HLSVariant {
             guard let bandwidth = a["BANDWIDTH"].flatMap({ Int($0) }), bandwidth >= 0 else {
-                throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-STREAM-INF without a BANDWIDTH for \(uri)")
+                throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-STREAM-INF without a valid BANDWIDTH for \(uri)")
             }
             let size = a["RESOLUTION"].map { $0.split(separator: "x").compactMap { Int($0) } }
             return HLSVariant(uri: try resolve(uri), bandwidth: bandwidth, averageBandwidth: a["AVERAGE-BANDWIDTH"].flatMap { Int($0) },
@@ -83,7 +85,9 @@ enum HLSPlaylist: Sendable {
             var ends: [String: Int64] = [:]
             for line in lines {
                 if let value = line.value(of: "#EXTINF:") {
-                    guard let seconds = Double(value.prefix { $0 != "," }.trimmingCharacters(in: .whitespaces)),
+                    let number = value.prefix { $0 != "," }.trimmingCharacters(in: .whitespaces)
+                    // Decimal only (RFC 8216): Swift's Double would also take hexadecimal, "inf" and exponents.
+                    guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let seconds = Double(number),
                           seconds.isFinite, seconds >= 0, seconds < 86_400 else {
                         throw MediaError.malformedPlaylist(input: url, detail: "a segment duration that is not a number of seconds: \(line)")
                     }
@@ -143,7 +147,9 @@ enum HLSPlaylist: Sendable {
                 throw MediaError.malformedPlaylist(input: url, detail: "a byte range without an offset for the first range of \(uri)")
             }
             let (end, overflow) = start.addingReportingOverflow(range.length)
-            guard !overflow else { throw MediaError.malformedPlaylist(input: url, detail: "a byte range past any file in \(uri)") }
+            guard !overflow, end <= ResponseInfo.maxResourceSize else {
+                throw MediaError.malformedPlaylist(input: url, detail: "a byte range past any file in \(uri)")
+            }
             ends[uri] = end
             return start..<end
         }

@@ -50,6 +50,10 @@ struct MarkupElement: Sendable {
         mutating func skipMarkup() throws -> Bool {
             if starts("<?") { try skip(past: "?>"); return true }
             if starts("<!--") { try skip(past: "-->"); return true }
+            if starts("<!DOCTYPE") || starts("<!doctype") {
+                // Manifests have none; its entities (billion laughs, external files) are never expanded.
+                throw Malformed(detail: "a DOCTYPE, which a manifest does not have")
+            }
             if starts("<!") && !starts("<![CDATA[") { try skip(past: ">"); return true }
             return false
         }
@@ -82,6 +86,7 @@ struct MarkupElement: Sendable {
                 let start = p
                 while p < bytes.count && bytes[p] != quote { p += 1 }
                 guard p < bytes.count else { throw Malformed(detail: "an unterminated attribute \(key) in <\(name)>") }
+                guard attributes[key] == nil else { throw Malformed(detail: "<\(name)> has the attribute \(key) twice") }
                 attributes[key] = try decode(bytes[start..<p])
                 p += 1
             }
@@ -155,8 +160,8 @@ struct MarkupElement: Sendable {
                 case "apos": out += "'"
                 default:
                     let hex = name.hasPrefix("#x") || name.hasPrefix("#X")
-                    guard name.hasPrefix("#"), let value = UInt32(name.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10),
-                          let scalar = Unicode.Scalar(value) else { throw Malformed(detail: "an unknown reference &\(name);") }
+                    guard name.hasPrefix("#"), let value = UInt32(name.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10), value != 0,
+                          let scalar = Unicode.Scalar(value) else { throw Malformed(detail: "an unknown or forbidden reference &\(name);") }
                     out.unicodeScalars.append(scalar)
                 }
                 rest = rest[rest.index(after: semi)...]

@@ -17,17 +17,35 @@ final class SpanSource: MediaSource {
     /// Where each part starts in the span.
     private let starts: [Int64]
 
-    /// `pieces` with a nil range are their whole resource (its size is asked for).
+    /// `pieces` with a nil range are their whole resource (its size is asked for). A range past
+    /// the end of its resource is the playlist's fault, said before anything is read.
     init(input: String, pieces: [(source: any MediaSource, range: Range<Int64>?)]) throws {
         self.input = input
         var parts: [Part] = []
+        var starts: [Int64] = [0]
         for piece in pieces {
-            let range = try piece.range ?? 0..<(piece.source.size() ?? 0)
+            let range = try SpanSource.bytes(of: piece.source, range: piece.range)
             piece.source.limitReadahead(to: range.upperBound)
             parts.append(Part(source: piece.source, range: range))
+            // Ranges are bounded by ResponseInfo.maxResourceSize (2^50): their sum cannot overflow.
+            starts.append(starts[starts.count - 1] + Int64(range.count))
         }
         self.parts = parts
-        starts = parts.reduce(into: [Int64(0)]) { $0.append($0.last! + Int64($1.range.count)) }
+        self.starts = starts
+    }
+
+    /// The bytes `range` names in `source` (all of it for nil), checked against its size.
+    static func bytes(of source: any MediaSource, range: Range<Int64>?) throws -> Range<Int64> {
+        guard let size = try source.size() else {
+            throw SourceError.inconsistentOrigin(input: source.input, detail: "the server did not say how long it is "
+                                                 + "(no Content-Length or Content-Range), so a segment of it cannot be read whole")
+        }
+        guard let range else { return 0..<size }
+        guard range.upperBound <= size else {
+            throw MediaError.malformedPlaylist(input: source.input, detail: "its byte range \(range.lowerBound)-\(range.upperBound - 1) "
+                                               + "lies past its end (\(size) bytes)")
+        }
+        return range
     }
 
     private var total: Int64 { starts.last ?? 0 }

@@ -21,6 +21,8 @@ struct StreamPlaylists {
     /// The most of a segment or an initialization section fetched in one request when the playlist
     /// does not give its length: segments are seconds of media, a few megabytes.
     static let wholePartLimit: Int64 = 64 << 20
+    /// An initialization range at most this much larger than the index comes in the index's request.
+    static let nearInitialization: Int64 = 1 << 20
 
     /// The playlist at `url`, parsed with its URIs made absolute against where it was served from.
     mutating func load(_ url: String) throws -> HLSPlaylist {
@@ -43,6 +45,23 @@ struct StreamPlaylists {
             return .master(master)
         }
         return try HLSPlaylist.parse(text, url: location)
+    }
+
+    /// The most variants and renditions a master may list: real ones list a few dozen.
+    static let maximumEntries = 256
+
+    /// Fetches the playlists `uris` name in parallel, so that loading them one by one afterwards
+    /// costs no round trips (a master's variants are otherwise a round trip each).
+    mutating func prefetchPlaylists(_ uris: [String], connections: Int = 8) throws {
+        var pieces: [Prefetcher.Piece] = []
+        for uri in Set(uris).sorted() where representation[uri] == nil {
+            let source = try session.open(uri)
+            sources.append(source)
+            pieces.append(Prefetcher.Piece(source: source, range: 0..<HLSPlaylist.maximumSize))
+        }
+        var prefetcher = Prefetcher()
+        prefetcher.connections = connections
+        try prefetcher.fetch(pieces, cancellation: session.cancellation)
     }
 
     /// A media playlist, as a variant or rendition URI names it (a DASH Representation's: the
@@ -72,12 +91,14 @@ struct StreamPlaylists {
     /// the file, after the initialization range. The index comes with the initialization in one
     /// request when they are adjacent (as packagers write them).
     private mutating func segments(indexedBy file: DASHManifest.IndexedFile) throws -> HLSMedia {
-        let source = try session.open(file.url)
-        sources.append(source)
-        let head = file.initialization.map { min($0.lowerBound, file.index.lowerBound)..<max($0.upperBound, file.index.upperBound) }
-        try source.prefetch(head.map { $0.count <= 4 * file.index.count + (1 << 20) ? $0 : file.index } ?? file.index)
         func malformed(_ detail: String) -> MediaError { .malformedPlaylist(input: file.url, detail: "its sidx " + detail) }
         guard file.index.count <= HLSPlaylist.maximumSize else { throw malformed("is larger than an index is") }
+        let source = try session.open(file.url)
+        sources.append(source)
+        // The initialization range too when it is near (they are adjacent as packagers write them).
+        let head = file.initialization.map { min($0.lowerBound, file.index.lowerBound)..<max($0.upperBound, file.index.upperBound) }
+        try source.prefetch(head.map { $0.count <= Int64(file.index.count) + StreamPlaylists.nearInitialization ? $0 : file.index } ?? file.index)
+        _ = try SpanSource.bytes(of: source, range: file.index)
         let bytes = try source.bytes(at: file.index.lowerBound, count: file.index.count)
         var fields = FieldReader(bytes)
         guard let size = fields.u32(), fields.skip(4), Array(bytes.dropFirst(4).prefix(4)) == Array("sidx".utf8),
@@ -103,6 +124,28 @@ struct StreamPlaylists {
         media.playlistType = file.live ? nil : "VOD"
         media.targetDuration = media.segments.map(\.duration).max()
         return media
+    }
+
+    /// Throws when the first bytes of a segment (or of its byte range) are no media container a
+    /// segment is made of: MPEG-TS, ISO-BMFF boxes, ADTS or MP3 audio (after an ID3 tag or not),
+    /// WebVTT, WebM. An HTML error page answered with 200 stops here, named.
+    static func checkIsMedia(_ source: any MediaSource, range: Range<Int64>?) throws {
+        let start = range?.lowerBound ?? 0
+        let head = try source.bytes(at: start, count: 12)
+        guard !StreamPlaylists.isMedia(head) else { return }
+        let shown = String(decoding: head.map { (0x20..<0x7F).contains($0) ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
+        throw MediaError.malformedPlaylist(input: source.input, detail: "a segment that is not media (it starts with \"\(shown)\")")
+    }
+
+    static func isMedia(_ b: [UInt8]) -> Bool {
+        guard b.count >= 4 else { return false }
+        if b[0] == 0x47 { return true } // MPEG-TS sync byte
+        if b.starts(with: Array("ID3".utf8)) || b.starts(with: Array("WEBVTT".utf8)) { return true }
+        if b[0] == 0xFF && b[1] & 0xE0 == 0xE0 { return true } // ADTS / MPEG audio frame sync
+        if b.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return true } // EBML (WebM)
+        guard b.count >= 8 else { return false }
+        let boxes = ["ftyp", "styp", "moof", "moov", "sidx", "ssix", "emsg", "prft", "free", "skip", "mdat", "uuid", "wide"]
+        return boxes.contains(String(decoding: b[4..<8], as: UTF8.self))
     }
 
     /// A segment opened for demuxing. A segment that is itself a playlist (one that names itself,

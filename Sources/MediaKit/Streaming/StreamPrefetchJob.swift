@@ -79,8 +79,11 @@ public struct StreamPrefetchJob: Sendable {
             var prefetcher = Prefetcher()
             prefetcher.connections = connections
             try prefetcher.fetch(pieces, cancellation: session.cancellation) { done.add(1); progress(done.value, total) }
-            for (part, source) in sources where !StreamPrefetchJob.isWhole(part.range, in: source) {
-                throw SourceError.notKept(input: part.uri, reason: "bytes are still missing after the prefetch")
+            for (part, source) in sources {
+                // A range past the end of its file is the playlist's fault, said as such.
+                let range = try SpanSource.bytes(of: source, range: part.range)
+                if !source.isLocal(range) { throw SourceError.notKept(input: part.uri, reason: "bytes are still missing after the prefetch") }
+                try StreamPlaylists.checkIsMedia(source, range: part.range)
             }
             playlists.add(sources.map(\.1))
         }

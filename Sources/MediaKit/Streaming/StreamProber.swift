@@ -127,7 +127,15 @@ public struct StreamProber: Sendable {
                 renditions: [], encryption: media.encryption.sorted(), fetch: playlists.counters,
                 seconds: Date().timeIntervalSince(started))
         }
-        // Chosen: the highest bandwidths first; the playlists of all are read for their durations.
+        let entries = master.variants.count + master.renditions.count
+        guard entries <= StreamPlaylists.maximumEntries else {
+            throw MediaError.unsupportedStream(input: input, detail: "a master playlist of \(entries) variants and renditions: "
+                                               + "mprobe reads at most \(StreamPlaylists.maximumEntries)")
+        }
+        // Every variant's and rendition's playlist, at once (their durations and segment counts).
+        try playlists.prefetchPlaylists(master.variants.map(\.uri) + master.renditions.filter {
+            $0.type != "SUBTITLES" && $0.type != "CLOSED-CAPTIONS" }.compactMap(\.uri))
+        // Chosen: the highest bandwidths first.
         let ranked = master.variants.indices.sorted { master.variants[$0].bandwidth > master.variants[$1].bandwidth }
         let chosen = Set(ranked.prefix(variants.limit(ranked.count)))
         var variantsOut: [StreamProbeResult.Variant] = []
@@ -170,6 +178,7 @@ public struct StreamProber: Sendable {
             return (nil, "segments are encrypted (AES-128): not probed")
         }
         let source = try playlists.source(of: first)
+        try StreamPlaylists.checkIsMedia(source.parts[source.parts.count - 1].source, range: first.byteRange)
         return (try Prober().probe(segment: source, session: playlists.session), nil)
     }
 }

@@ -29,7 +29,7 @@ extension Thumbnailer {
         }
         let duration = media.duration
         let times = options.requestedTimes(duration: duration)
-        var notes: [String] = []
+        var notes = options.limitNote(duration: duration).map { [$0] } ?? []
         for time in times where time >= duration {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last segment", time, duration))
         }
