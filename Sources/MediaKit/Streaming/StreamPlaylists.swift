@@ -133,6 +133,9 @@ struct StreamPlaylists {
         let start = range?.lowerBound ?? 0
         let head = try source.bytes(at: start, count: 12)
         guard !StreamPlaylists.isMedia(head) else { return }
+        if let kind = StreamingManifest.kind(ofText: String(decoding: head, as: UTF8.self)) {
+            throw MediaError.malformedPlaylist(input: source.input, detail: "a segment that is \(kind) itself, not media")
+        }
         let shown = String(decoding: head.map { (0x20..<0x7F).contains($0) ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
         throw MediaError.malformedPlaylist(input: source.input, detail: "a segment that is not media (it starts with \"\(shown)\")")
     }
