@@ -63,3 +63,12 @@ double mp_stream_rotation(const AVStream *st) {
     if (!m || size < 9 * sizeof(int32_t)) return NAN;
     return table.av_display_rotation_get((const int32_t *)m);
 }
+
+static int refuse_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+    (void)s; (void)pb; (void)url; (void)flags; (void)options;
+    return AVERROR(EPERM);
+}
+
+void mp_refuse_nested_opens(AVFormatContext *ctx) {
+    ctx->io_open = refuse_open;
+}

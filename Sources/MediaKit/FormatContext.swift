@@ -50,6 +50,8 @@ public final class FormatContext {
         }
         context.pointee.pb = bridge.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        // Nothing but this context's own input: a nested open would fetch around the cache.
+        mp_refuse_nested_opens(context)
         if fragments != .every { context.pointee.flags |= AVFMT_FLAG_IGNIDX }
         context.pointee.interrupt_callback = AVIOInterruptCB(callback: avioInterrupt,
                                                              opaque: Unmanaged.passUnretained(bridge).toOpaque())

@@ -1,6 +1,7 @@
 import Foundation
 import MediaKit
 import MediaSource
+import TestSupport
 import XCTest
 
 /// libavformat opens the committed samples: the FFmpeg bindings link and work.
@@ -23,5 +24,21 @@ final class FormatContextSmokeTests: XCTestCase {
         XCTAssertThrowsError(try FormatContext(source: try LocalFileSource(input: path, path: path))) { error in
             XCTAssertEqual((error as? FFmpegError)?.function, "avformat_open_input")
         }
+    }
+
+    /// libavformat never opens a URL itself: an HLS playlist handed to it directly (as a file of
+    /// bytes) names a segment on a server, and its demuxer's open is refused, so the server sees
+    /// no request; everything mprobe reads goes through its own cache.
+    func testADemuxerCannotOpenURLsAroundTheCache() throws {
+        let www = try TempDirectory(prefix: "mprobe-nested")
+        let nginx = try NginxServer(root: www.path)
+        defer { nginx.stop() }
+        try Data(repeating: 0x47, count: 188 * 10).write(to: URL(fileURLWithPath: www.file("seg.ts")))
+        let playlist = www.file("index.m3u8")
+        try Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(nginx.url("/seg.ts"))\n#EXT-X-ENDLIST\n".utf8)
+            .write(to: URL(fileURLWithPath: playlist))
+        let context = try? FormatContext(source: try LocalFileSource(input: playlist, path: playlist))
+        XCTAssertEqual(context?.codecNames ?? [], [], "no stream came from the segment")
+        XCTAssertEqual(try nginx.accessLog().count, 0, "the segment was never requested")
     }
 }

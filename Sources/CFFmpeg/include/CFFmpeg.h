@@ -67,6 +67,11 @@ const struct mp_ffmpeg *_Nullable mp_ffmpeg_load(char *_Nonnull why, size_t why_
    Only after mp_ffmpeg_load succeeded. */
 double mp_stream_rotation(const AVStream *_Nonnull st);
 
+/* Makes every URL a demuxer of `ctx` would open itself (an HLS or DASH demuxer's playlists and
+   segments, an MP4's external data references) fail with AVERROR(EPERM): mprobe reads all bytes
+   through its own cache, so nothing may be fetched around it. */
+void mp_refuse_nested_opens(AVFormatContext *_Nonnull ctx);
+
 static inline int mp_averror(int posix_errno) { return AVERROR(posix_errno); }
 static inline int mp_averror_eof(void) { return AVERROR_EOF; }
 static inline int mp_averror_exit(void) { return AVERROR_EXIT; }
