@@ -15,7 +15,7 @@ public enum StreamingManifest {
 
     /// The playlist tag must open the file (after a byte-order mark or blank space); a manifest is
     /// XML whose first element is `MPD`.
-    static func kind(ofText text: String) -> String? {
+    public static func kind(ofText text: String) -> String? {
         let start = text.drop { $0 == "\u{FEFF}" || $0.isWhitespace }
         if start.hasPrefix("#EXTM3U") { return hls }
         guard start.hasPrefix("<") else { return nil }

@@ -74,4 +74,31 @@ final class HLSProxyTests: XCTestCase {
         let outside = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/v0_1.ts")))
         XCTAssertEqual(outside.status, 502, outside.text)
     }
+
+    /// A DASH manifest comes back with each Representation's segment URLs absolute through the
+    /// proxy (its BaseURLs resolved and gone, the template's identifiers kept for the player).
+    func testADASHManifestPointsBackAtTheProxyAndFFmpegPlaysItThenFromTheCacheAlone() throws {
+        let dash = try TempDirectory(prefix: "mprobe-dash")
+        let r = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+                                          "-i", "sine", "-t", "6", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac",
+                                          "-f", "dash", "-seg_duration", "2", dash.file("manifest.mpd")])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let origin = try NginxServer(root: dash.path)
+        defer { origin.stop() }
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let manifest = service.url("/v1/stream", origin: origin.url("/manifest.mpd"))
+        let reply = try HTTPClient.request("GET", manifest)
+        XCTAssertEqual(reply.status, 200, reply.text)
+        XCTAssertFalse(reply.text.contains("<BaseURL"), reply.text)
+        XCTAssertTrue(reply.text.contains(#"media="/v1/stream/chunk-stream$RepresentationID$-$Number%05d$.m4s?url=http%3A%2F%2F127.0.0.1%3A"#),
+                      reply.text)
+        for pass in 1...2 {
+            origin.clearLog()
+            let play = try runProcess("ffmpeg", ["-v", "error", "-i", manifest, "-map", "0:v", "-f", "framecrc", "-"])
+            XCTAssertEqual(play.status, 0, play.stderr)
+            XCTAssertEqual(play.stdoutString.split(separator: "\n").filter { !$0.hasPrefix("#") }.count, 180, "6 s at 30 fps")
+            if pass == 2 { XCTAssertEqual(try origin.accessLog().count, 0, "played again from the cache") }
+        }
+    }
 }

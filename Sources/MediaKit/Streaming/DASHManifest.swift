@@ -106,15 +106,23 @@ enum DASHManifest {
         let live: Bool
     }
 
+    /// The segment information a Representation uses: its own (whichever kind), else its
+    /// AdaptationSet's — a Representation's SegmentBase wins over its set's SegmentTemplate.
+    static func segmentInformation(of rep: MarkupElement, in set: MarkupElement) -> MarkupElement? {
+        let kinds = ["SegmentTemplate", "SegmentList", "SegmentBase"]
+        return kinds.lazy.compactMap { rep.child($0) }.first ?? kinds.lazy.compactMap { set.child($0) }.first
+    }
+
     private static func segments(of rep: MarkupElement, in set: MarkupElement, context c: Context) throws -> Media {
         let url = c.manifest
-        if let template = rep.child("SegmentTemplate") ?? set.child("SegmentTemplate") {
+        let information = segmentInformation(of: rep, in: set)
+        if let template = information, template.name == "SegmentTemplate" {
             var attributes = set.child("SegmentTemplate")?.attributes ?? [:]
             attributes.merge(rep.child("SegmentTemplate")?.attributes ?? [:]) { $1 }
             let timeline = (rep.child("SegmentTemplate") ?? template).child("SegmentTimeline") ?? set.child("SegmentTemplate")?.child("SegmentTimeline")
             return .listed(try templated(attributes, timeline: timeline, context: c))
         }
-        if let list = rep.child("SegmentList") ?? set.child("SegmentList") {
+        if let list = information, list.name == "SegmentList" {
             let timescale = Double(try number(list.attributes, "timescale", in: 1...Int64(UInt32.max), absent: 1, url: url))
             let stated = try number(list.attributes, "duration", in: 0...maximumTime, absent: 0, url: url)
             let each = stated > 0 ? Double(stated) / timescale : nil
@@ -135,7 +143,7 @@ enum DASHManifest {
             }
             return .listed(finish(result, live: c.live))
         }
-        if let base = rep.child("SegmentBase") ?? set.child("SegmentBase"), let index = try range(base["indexRange"], url: url) {
+        if let base = information, base.name == "SegmentBase", let index = try range(base["indexRange"], url: url) {
             return .indexed(IndexedFile(url: c.base, initialization: try range(base.child("Initialization")?["range"], url: url),
                                         index: index, live: c.live))
         }

@@ -10,6 +10,10 @@ struct MarkupElement: Sendable {
     let attributes: [String: String]
     var children: [MarkupElement] = []
     var text = ""
+    /// As written (with its namespace prefix), and the attributes in their order: for writing the
+    /// element out again (`xml`).
+    var qualifiedName = ""
+    var written: [(name: String, value: String)] = []
 
     func child(_ name: String) -> MarkupElement? { children.first { $0.name == name } }
     func all(_ name: String) -> [MarkupElement] { children.filter { $0.name == name } }
@@ -63,15 +67,23 @@ struct MarkupElement: Sendable {
             elements += 1
             guard elements <= MarkupElement.maximumElements else { throw Malformed(detail: "more than \(MarkupElement.maximumElements) elements") }
             p += 1 // <
-            let name = localName(token())
+            let qualified = token()
+            let name = localName(qualified)
             guard !name.isEmpty else { throw Malformed(detail: "an element without a name at byte \(p)") }
             var attributes: [String: String] = [:]
+            var written: [(name: String, value: String)] = []
+            func made() -> MarkupElement {
+                var node = MarkupElement(name: name, attributes: attributes)
+                (node.qualifiedName, node.written) = (qualified, written)
+                return node
+            }
             while true {
                 skipSpace()
                 guard p < bytes.count else { throw Malformed(detail: "<\(name)> is not closed") }
-                if starts("/>") { p += 2; return MarkupElement(name: name, attributes: attributes) }
+                if starts("/>") { p += 2; return made() }
                 if bytes[p] == UInt8(ascii: ">") { p += 1; break }
-                let key = localName(token())
+                let qualifiedKey = token()
+                let key = localName(qualifiedKey)
                 skipSpace()
                 guard !key.isEmpty, p < bytes.count, bytes[p] == UInt8(ascii: "=") else {
                     throw Malformed(detail: "a malformed attribute in <\(name)>")
@@ -88,9 +100,10 @@ struct MarkupElement: Sendable {
                 guard p < bytes.count else { throw Malformed(detail: "an unterminated attribute \(key) in <\(name)>") }
                 guard attributes[key] == nil else { throw Malformed(detail: "<\(name)> has the attribute \(key) twice") }
                 attributes[key] = try decode(bytes[start..<p])
+                written.append((qualifiedKey, attributes[key] ?? ""))
                 p += 1
             }
-            var node = MarkupElement(name: name, attributes: attributes)
+            var node = made()
             while true {
                 let start = p
                 while p < bytes.count && bytes[p] != UInt8(ascii: "<") { p += 1 }
@@ -168,5 +181,29 @@ struct MarkupElement: Sendable {
             }
             return out + rest
         }
+    }
+
+    /// The element written out as XML: names as they were written, attributes in their order,
+    /// text and attribute values escaped (comments and the declaration are not kept).
+    var xml: String {
+        func escaped(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        let tag = qualifiedName.isEmpty ? name : qualifiedName
+        let attributes = written.map { " \($0.name)=\"\(escaped($0.value))\"" }.joined()
+        if children.isEmpty && text.isEmpty { return "<\(tag)\(attributes)/>" }
+        return "<\(tag)\(attributes)>" + escaped(text) + children.map(\.xml).joined() + "</\(tag)>"
+    }
+
+    /// A copy with `attribute` set (added at the end when it was not there).
+    func setting(_ attribute: String, to value: String) -> MarkupElement {
+        var copy = self
+        var attributes = self.attributes
+        attributes[attribute] = value
+        copy = MarkupElement(name: name, attributes: attributes, children: children, text: text, qualifiedName: qualifiedName,
+                             written: written.contains { $0.name == attribute }
+                                ? written.map { $0.name == attribute ? ($0.name, value) : $0 } : written + [(attribute, value)])
+        return copy
     }
 }

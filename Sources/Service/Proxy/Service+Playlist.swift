@@ -3,42 +3,51 @@ import MediaKit
 import MediaSource
 import RangeFetch
 
-/// HLS playlists through `/v1/stream`: served rewritten so that every URI in them points back at
-/// the proxy (`/v1/stream/NAME?url=URL`), so a player fetches every playlist, initialization section, key and segment through
+/// HLS playlists and DASH manifests through `/v1/stream`: served rewritten so that every URI in
+/// them points back at the proxy (`/v1/stream/NAME?url=URL`), so a player fetches every playlist, initialization section, key and segment through
 /// the cache (and, after a prefetch, with the origin gone).
 extension Service {
-    /// An HLS playlist, by its type, its name or (when the player reads it from its start) its
-    /// first bytes.
-    func isPlaylist(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) throws -> Bool {
-        if source.contentType?.lowercased().contains("mpegurl") == true { return true }
+    /// An HLS playlist or a DASH manifest (`StreamingManifest.hls` or `.dash`), by its type, its
+    /// name or (when the player reads it from its start) its first bytes; nil for anything else.
+    func manifestKind(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) throws -> String? {
+        let type = source.contentType?.lowercased() ?? ""
         let path = URL(string: url)?.path.lowercased() ?? ""
-        if path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") { return true }
-        guard size >= 7, size <= HLSRewriter.maximumSize, (RangeHeader.firstByte(request.headers["range"]) ?? 0) == 0 else { return false }
-        return try Service.read(source, count: 7) == Array("#EXTM3U".utf8)
+        if type.contains("mpegurl") || path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") { return StreamingManifest.hls }
+        if type.contains("dash+xml") || path.hasSuffix(".mpd") { return StreamingManifest.dash }
+        guard size >= 7, size <= HLSRewriter.maximumSize, (RangeHeader.firstByte(request.headers["range"]) ?? 0) == 0 else { return nil }
+        return StreamingManifest.kind(ofText: String(decoding: try Service.read(source, count: Int(min(size, 1024))), as: UTF8.self))
     }
 
     /// The playlist, whole (a `Range` is not honoured: playlists are small and rewritten), with its
     /// URIs routed through the proxy. A media playlist that may still grow (live) is fetched
     /// again each time, not served from the cache, and marked not to be cached downstream.
-    func playlist(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64,
+    func playlist(_ request: HTTPRequest, url: String, kind: String, source: RemoteSource, size: Int64,
                   token: Cancellation) throws -> HTTPResponse {
         guard size <= HLSRewriter.maximumSize else {
             throw APIError(status: 502, code: "origin_error", message: "\(source.input) is \(size) bytes, more than a playlist is")
         }
         var text = String(decoding: try Service.read(source, count: Int(size)), as: UTF8.self)
         var base = source.location
-        let live = HLSRewriter.isLive(text)
+        let dash = kind == StreamingManifest.dash
+        let live = dash ? text.contains("\"dynamic\"") : HLSRewriter.isLive(text)
         if live { (text, base) = try freshPlaylist(url, token: token) }
         let accessToken = request.query["token"]
-        let rewritten = HLSRewriter.rewrite(text, base: base) { absolute in
+        let route = { (absolute: String) -> String in
             // Named as the origin's file: players (ffmpeg's hls demuxer) judge a segment by its extension.
-            let name = URL(string: absolute)?.lastPathComponent ?? ""
+            let name = URL(string: absolute)?.lastPathComponent ?? absolute.split(separator: "?")[0].split(separator: "/").last.map(String.init) ?? ""
             var routed = "/v1/stream/" + Service.queryValue(name.isEmpty || name == "/" ? "resource" : name)
                 + "?url=" + Service.queryValue(absolute)
             if let accessToken { routed += "&token=" + Service.queryValue(accessToken) }
             return routed
         }
-        var headers: [(String, String)] = [("Content-Type", Service.mediaType(source.contentType ?? "application/vnd.apple.mpegurl")),
+        let rewritten: String
+        do {
+            rewritten = dash ? try DASHRewriter.rewrite(text, base: base, route: route) : HLSRewriter.rewrite(text, base: base, route: route)
+        } catch let error as MediaError {
+            throw APIError(status: 502, code: "origin_error", message: error.description)
+        }
+        let stated = source.contentType ?? (dash ? "application/dash+xml" : "application/vnd.apple.mpegurl")
+        var headers: [(String, String)] = [("Content-Type", Service.mediaType(stated)),
                                            ("X-Content-Type-Options", "nosniff"),
                                            ("Content-Security-Policy", "sandbox; default-src 'none'")]
         if live { headers.append(("Cache-Control", "no-cache")) }

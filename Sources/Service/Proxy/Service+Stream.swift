@@ -28,8 +28,8 @@ extension Service {
         }
         // The first byte the player wants also tells the size (and pins the version).
         let size = try sizeLearningAt(RangeHeader.firstByte(request.headers["range"]), source: source)
-        if try isPlaylist(request, url: url, source: source, size: size) {
-            return try playlist(request, url: url, source: source, size: size, token: token)
+        if let kind = try manifestKind(request, url: url, source: source, size: size) {
+            return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
         }
         let validators = source.validators
         // The proxy shares its origin with the dashboard (which keeps the token in the page):
