@@ -11,9 +11,11 @@ public struct Thumbnail: Sendable {
     public let encoded: [UInt8]
     public let fileName: String
     /// Its place on a sprite sheet, with `ThumbnailOptions.sprite`.
-    public let sprite: SpriteCell?
+    public var sprite: SpriteCell?
     /// With `ThumbnailOptions.skipBlack`: the time of the blank key frame this one replaced.
     public var skippedBlank: Double? = nil
+    /// With `ThumbnailOptions.skipBlack`: the picture is blank, and nothing near replaced it.
+    var blank = false
 }
 
 public struct ThumbnailSet: Sendable {
@@ -213,8 +215,9 @@ public struct Thumbnailer: Sendable {
                 }
             }
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
-            let thumbnail = Thumbnail(time: target.time + shift, pts: shown - offset + shift, width: image.width, height: image.height,
+            var thumbnail = Thumbnail(time: target.time + shift, pts: shown - offset + shift, width: image.width, height: image.height,
                                       encoded: encoded, fileName: name, sprite: try sheets?.add(image), skippedBlank: skipped)
+            thumbnail.blank = options.skipBlack && skipped == nil && BlankFrames.isBlank(image)
             if let key = target.keyframe {
                 done[key.position] = thumbnail
                 if sheets != nil { last = (key.position, image) }

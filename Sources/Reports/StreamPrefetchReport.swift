@@ -1,10 +1,10 @@
 import MediaKit
 
-/// An HLS prefetch as `mprobe prefetch --json` shows it (the shape is in docs/streaming.md).
+/// An HLS or DASH prefetch as `mprobe prefetch --json` shows it (the shape is in docs/streaming.md).
 public enum StreamPrefetchReport {
     public static func json(_ r: StreamPrefetchResult) -> JSON {
         .object([
-            ("url", .string(r.input)), ("format", .string("hls")), ("start", .double(r.start)), ("seconds", .double(r.seconds)),
+            ("url", .string(r.input)), ("format", .string(r.format)), ("start", .double(r.start)), ("seconds", .double(r.seconds)),
             ("variant", .object([("bandwidth", .optional(r.bandwidth.map(Int64.init))), ("width", .optional(r.width.map(Int64.init))),
                                  ("height", .optional(r.height.map(Int64.init)))])),
             ("fetched", .bool(!r.planOnly)),

@@ -75,7 +75,8 @@ final class DASHTests: CLITestCase {
 
             let cache = dir.file("cache-" + name)
             nginx.clearLog()
-            try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cache])
+            let prefetched = try json(try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cache]))
+            XCTAssertEqual(prefetched["format"] as? String, "dash", name)
             let fetched = try nginx.accessLog()
             if let files = expected[name] {
                 XCTAssertEqual(fetched.map(\.path).sorted(), (["/\(name)/manifest.mpd"] + files.map { "/\(name)/" + $0 }).sorted())
@@ -123,7 +124,11 @@ final class DASHTests: CLITestCase {
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: www + "/" + name)) }
         let nginx = try NginxServer(root: www)
-        for (name, words) in [("broken.mpd", "closed by </MPD>"), ("two.mpd", "single-Period"), ("outside.mpd", "does not follow")] {
+        try Data(("<MPD type=\"static\" mediaPresentationDuration=\"PT2S\"><Period><AdaptationSet contentType=\"video\">"
+                  + "<Representation id=\"v\" bandwidth=\"1\"><SegmentTemplate media=\"s$Number%0999999d$.m4s\" duration=\"2\"/>"
+                  + "</Representation></AdaptationSet></Period></MPD>").utf8).write(to: URL(fileURLWithPath: www + "/wide.mpd"))
+        for (name, words) in [("broken.mpd", "closed by </MPD>"), ("two.mpd", "single-Period"), ("outside.mpd", "does not follow"),
+                              ("wide.mpd", "wider than 20 digits")] {
             let r = try mprobe([nginx.url("/" + name), "--cache-dir", cacheDir], expect: 5)
             XCTAssertTrue(r.stderr.contains(words), "\(name): \(r.stderr)")
         }

@@ -56,4 +56,22 @@ final class StoryboardTests: CLITestCase {
         XCTAssertEqual(try shown([]), [[0, nil], [3, nil]])
         XCTAssertEqual(try shown(["--skip-black"]), [[2, 0], [3, nil]], "the first key frame that shows something, 2 s on")
     }
+
+    /// In a stream the next key frame that shows something can be in the next segment: MPEG-TS
+    /// segments have no index to look inside, so the segments after are tried, their first key frame.
+    func testSkipBlackLooksIntoTheNextSegmentsOfAStream() throws {
+        let www = dir.file("hls")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let encode = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-t", "12", "-vf",
+                                               "drawbox=x=0:y=0:w=iw:h=ih:color=black:t=fill:enable='lt(t,5)'", "-c:v", "libx264",
+                                               "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p", "-f", "hls", "-hls_time", "2",
+                                               "-hls_playlist_type", "vod", www + "/index.m3u8"])
+        XCTAssertEqual(encode.status, 0, encode.stderr)
+        for extra in [[], ["--sprite"]] {
+            let set = try json(try mprobe(["thumbs", www + "/index.m3u8", "--at", "0,8", "--skip-black", "--out", dir.file("t\(extra.count)"),
+                                           "--json"] + extra))
+            let shown = (set["thumbnails"] as? [[String: Any]] ?? []).map { [$0["pts"] as? Double, $0["skipped_blank_pts"] as? Double] }
+            XCTAssertEqual(shown, [[6, 0], [8, nil]], "\(extra): the first segment after the black ones")
+        }
+    }
 }

@@ -101,4 +101,25 @@ final class HLSProxyTests: XCTestCase {
             if pass == 2 { XCTAssertEqual(try origin.accessLog().count, 0, "played again from the cache") }
         }
     }
+
+    /// URIs in unquoted attributes and CRLF playlists are routed too; a URI the proxy cannot route
+    /// (a local file, an unresolvable name) makes the playlist an error rather than a way around it.
+    func testEveryURIFormIsRoutedOrThePlaylistRefused() throws {
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let crlf = "#EXTM3U\r\n#EXT-X-MAP:URI=v0_0.ts\r\n#EXT-X-KEY:METHOD=AES-128,URI=key.bin,IV=0x1\r\n#EXTINF:2,\r\nv0_1.ts\r\n#EXT-X-ENDLIST\r\n"
+        try Data(crlf.utf8).write(to: URL(fileURLWithPath: www.file("forms.m3u8")))
+        let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/forms.m3u8")))
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let lines = reply.text.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("#EXT-X-MAP:URI=\"/v1/stream/v0_0.ts?url=") }, reply.text)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("#EXT-X-KEY:METHOD=AES-128,URI=\"/v1/stream/key.bin?url=") && $0.hasSuffix(",IV=0x1") },
+                      reply.text)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("/v1/stream/v0_1.ts?url=") }, reply.text)
+        for (name, line) in [("local.m3u8", "file:///etc/passwd"), ("odd.m3u8", "http://exa mple.invalid/x.ts")] {
+            try Data("#EXTM3U\n#EXTINF:2,\n\(line)\n#EXT-X-ENDLIST\n".utf8).write(to: URL(fileURLWithPath: www.file(name)))
+            let refused = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/" + name)))
+            XCTAssertEqual(refused.status, 502, "\(name): \(refused.text)")
+        }
+    }
 }

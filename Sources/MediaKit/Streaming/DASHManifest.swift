@@ -163,6 +163,9 @@ enum DASHManifest {
         return value
     }
 
+    /// The widest `%0Nd` a template number may ask for (a 64-bit number has 20 digits).
+    static let maximumWidth = 20
+
     /// Times in a timescale stay below this (2^50: centuries at 90 kHz), so sums cannot overflow.
     static let maximumTime: Int64 = 1 << 50
 
@@ -172,6 +175,12 @@ enum DASHManifest {
         let offset = try number(a, "presentationTimeOffset", in: 0...maximumTime, absent: 0, url: url)
         let firstNumber = try number(a, "startNumber", in: 0...maximumTime, absent: 1, url: url)
         guard let mediaTemplate = a["media"] else { throw MediaError.malformedPlaylist(input: url, detail: "a SegmentTemplate without media") }
+        for template in [mediaTemplate, a["initialization"] ?? ""] where template.contains("%0") {
+            let widths = template.split(separator: "%").dropFirst().compactMap { Int($0.prefix { $0.isNumber }) }
+            if let width = widths.max(), width > maximumWidth {
+                throw MediaError.malformedPlaylist(input: url, detail: "a template number %0\(width)d wider than \(maximumWidth) digits")
+            }
+        }
         let initialization = try a["initialization"].map { template in
             HLSInitSection(uri: try resolve(expand(template, c, number: nil, time: nil), against: c.base, url: url) ?? c.base, byteRange: nil)
         }
@@ -274,8 +283,11 @@ enum DASHManifest {
     static func range(_ text: String?, url: String) throws -> Range<Int64>? {
         guard let text else { return nil }
         let parts = text.split(separator: "-").map { Int64($0.trimmingCharacters(in: .whitespaces)) }
-        guard parts.count == 2, let first = parts[0], let last = parts[1], first >= 0, last >= first, last < ResponseInfo.maxResourceSize else {
+        guard parts.count == 2, let first = parts[0], let last = parts[1], first >= 0, last >= first else {
             throw MediaError.malformedPlaylist(input: url, detail: "a byte range that is not first-last: \(text)")
+        }
+        guard last < ResponseInfo.maxResourceSize else {
+            throw MediaError.malformedPlaylist(input: url, detail: "a byte range past any file: \(text)")
         }
         return first..<last + 1
     }

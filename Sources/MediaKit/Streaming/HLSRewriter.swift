@@ -15,39 +15,59 @@ public enum HLSRewriter {
         text.contains("#EXTINF") && !text.contains("#EXT-X-ENDLIST") && !text.contains("#EXT-X-PLAYLIST-TYPE:VOD")
     }
 
-    public static func rewrite(_ text: String, base: String, route: (String) -> String) -> String {
-        let baseURL = URL(string: base)
-        func target(_ reference: String) -> String? {
-            guard let resolved = URL(string: reference, relativeTo: baseURL)?.absoluteURL,
-                  ["http", "https"].contains(resolved.scheme?.lowercased() ?? "") else { return nil }
-            return route(resolved.absoluteString)
+    /// Throws `MediaError.malformedPlaylist` for a URI the proxy cannot route: one that does not
+    /// resolve, or a scheme other than http(s) from a playlist on the web (passed through, a
+    /// player would fetch it around the proxy, or read a local file). `data:` URIs stay as they are.
+    public static func rewrite(_ text: String, base: String, route: (String) -> String) throws -> String {
+        func target(_ reference: String) throws -> String {
+            if reference.lowercased().hasPrefix("data:") { return reference }
+            return route(try StreamURL.resolve(reference, against: base, in: base))
         }
-        var out: [String] = []
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let hasCR = rawLine.hasSuffix("\r")
-            let line = String(hasCR ? rawLine.dropLast() : rawLine)
+        // Any line break (\r\n is one Character in Swift); the playlist comes back with \n.
+        return try text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            var rewritten = line
-            if trimmed.hasPrefix("#") {
-                rewritten = rewriteURIAttribute(line, target)
-            } else if !trimmed.isEmpty, let routed = target(trimmed) {
-                rewritten = routed
-            }
-            out.append(rewritten + (hasCR ? "\r" : ""))
-        }
-        return out.joined(separator: "\n")
+            if trimmed.hasPrefix("#") { return try rewriteAttributes(String(line), target) }
+            return trimmed.isEmpty ? String(line) : try target(trimmed)
+        }.joined(separator: "\n")
     }
 
-    /// `URI="..."` inside a tag's attribute list, rewritten; the rest of the line as it was.
-    private static func rewriteURIAttribute(_ line: String, _ target: (String) -> String?) -> String {
-        guard let key = line.range(of: "URI=\"") else { return line }
-        // Only the attribute named URI, not one that ends in it (such as a hypothetical XURI).
-        if key.lowerBound > line.startIndex {
-            let before = line[line.index(before: key.lowerBound)]
-            guard before == ":" || before == "," else { return line }
+    /// The attributes that hold URIs: a rendition's, a key's, an initialization section's, an
+    /// I-frame or image playlist's (`URI`), content steering's, an interstitial's.
+    static let uriAttributes: Set<String> = ["URI", "SERVER-URI", "X-ASSET-URI", "X-ASSET-LIST"]
+
+    /// A tag's attribute list with every URI attribute rewritten (and written quoted, as the
+    /// specification has them); everything else as it was.
+    private static func rewriteAttributes(_ line: String, _ target: (String) throws -> String) throws -> String {
+        guard let colon = line.firstIndex(of: ":") else { return line }
+        var out = String(line[...colon])
+        var rest = line[line.index(after: colon)...]
+        while !rest.isEmpty {
+            guard let equals = rest.firstIndex(of: "=") else { out += rest; break }
+            let name = rest[..<equals].trimmingCharacters(in: .whitespaces)
+            out += rest[...equals]
+            rest = rest[rest.index(after: equals)...]
+            let value: Substring
+            var quoted = false
+            if rest.first == "\"" {
+                guard let close = rest.dropFirst().firstIndex(of: "\"") else { out += rest; break }
+                value = rest[rest.index(after: rest.startIndex)..<close]
+                rest = rest[rest.index(after: close)...]
+                quoted = true
+            } else {
+                let end = rest.firstIndex(of: ",") ?? rest.endIndex
+                value = rest[..<end]
+                rest = rest[end...]
+            }
+            if uriAttributes.contains(name) {
+                out += "\"" + (try target(value.trimmingCharacters(in: .whitespaces))) + "\""
+            } else {
+                out += quoted ? "\"" + value + "\"" : String(value)
+            }
+            if rest.first == "," {
+                out += ","
+                rest = rest.dropFirst()
+            }
         }
-        guard let close = line[key.upperBound...].firstIndex(of: "\""),
-              let routed = target(String(line[key.upperBound..<close])) else { return line }
-        return String(line[..<key.upperBound]) + routed + String(line[close...])
+        return out
     }
 }

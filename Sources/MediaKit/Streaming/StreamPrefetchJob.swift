@@ -18,6 +18,8 @@ public struct StreamPrefetchResult: Sendable {
     }
 
     public let input: String
+    /// "hls" or "dash".
+    public let format: String
     public let start: Double
     public let seconds: Double
     public let bandwidth: Int?
@@ -93,7 +95,7 @@ public struct StreamPrefetchJob: Sendable {
                                         parts: p.parts, buffered: try StreamPrefetchJob.buffered(
                                             selection.playlists.first { $0.uri == p.uri }!.media, session: session))
         }
-        return StreamPrefetchResult(input: input, start: start, seconds: seconds, bandwidth: selection.variant?.bandwidth,
+        return StreamPrefetchResult(input: input, format: playlists.format, start: start, seconds: seconds, bandwidth: selection.variant?.bandwidth,
                                     width: selection.variant?.width, height: selection.variant?.height, windows: windows,
                                     fetched: playlists.counters, elapsed: Date().timeIntervalSince(started), planOnly: planOnly)
     }

@@ -63,27 +63,81 @@ extension Thumbnailer {
         var sheets: SpriteSheets?
         var made: [Int: Thumbnail] = [:] // by the time's place in `times`
         var floor: Int64 = 0
-        for i in needed {
+        /// The thumbnails of segment `i` at `within` (seconds into it), onto `into`.
+        func pass(_ i: Int, _ within: [Double], into: inout SpriteSheets?) throws -> Pass {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
             let segment = media.segments[i]
-            let mine = holding.indices.filter { holding[$0] == i }
             var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
             if let map = segment.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
             pieces.append((try session.open(segment.uri), segment.byteRange))
             let span = try SpanSource(input: segment.uri, pieces: pieces)
             playlists.add(span.parts.map(\.source))
             let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
-            let within = mine.map { min(max(0, times[$0] - segment.start), segment.duration) }
-            let pass = try thumbnails(opened, session: session, times: within, shift: segment.start, total: times.count,
-                                      sheets: &sheets) { progress(made.count + $0) }
-            for (place, thumbnail) in zip(mine, pass.made) {
-                // Named and reported by the time asked for (past the end: that time, the last picture).
-                made[place] = Thumbnail(time: times[place], pts: thumbnail.pts, width: thumbnail.width, height: thumbnail.height,
-                                        encoded: thumbnail.encoded, fileName: Thumbnailer.fileName(time: times[place], format: options.format),
-                                        sprite: thumbnail.sprite, skippedBlank: thumbnail.skippedBlank)
-            }
-            floor += pass.floor
+            let done = made.count
+            let result = try thumbnails(opened, session: session, times: within, shift: segment.start, total: times.count,
+                                        sheets: &into) { progress(done + $0) }
+            floor += result.floor
+            return result
         }
+        /// Named and reported by the time asked for (past the end: that time, the last picture).
+        func place(_ thumbnail: Thumbnail, at place: Int, replacing blank: Double? = nil) {
+            var kept = Thumbnail(time: times[place], pts: thumbnail.pts, width: thumbnail.width, height: thumbnail.height,
+                                 encoded: thumbnail.encoded, fileName: Thumbnailer.fileName(time: times[place], format: options.format),
+                                 sprite: thumbnail.sprite, skippedBlank: blank ?? thumbnail.skippedBlank)
+            kept.blank = blank == nil && thumbnail.blank
+            made[place] = kept
+        }
+        // With --skip-black a picture can still change after its segment (to the next segment's
+        // first key frame), so the sheets are drawn once the pictures are final.
+        let deferSheets = options.skipBlack && options.sprite != nil
+        var chosen: [Int: (segment: Int, within: Double)] = [:]
+        for i in needed {
+            let mine = holding.indices.filter { holding[$0] == i }
+            let within = mine.map { min(max(0, times[$0] - media.segments[i].start), media.segments[i].duration) }
+            var none: SpriteSheets?
+            let result = deferSheets ? try pass(i, within, into: &none) : try pass(i, within, into: &sheets)
+            notes += result.notes
+            for (n, thumbnail) in zip(mine, result.made) {
+                place(thumbnail, at: n)
+                chosen[n] = (i, within[mine.firstIndex(of: n)!])
+            }
+        }
+        if options.skipBlack {
+            // A blank picture its own segment could not replace: the first key frame of the
+            // segments after it, as many and as far as the thumbnailer looks within one.
+            for n in times.indices where made[n]?.blank == true {
+                guard let blank = made[n], let from = chosen[n]?.segment else { continue }
+                var next = from + 1
+                while next < media.segments.count, next - from <= BlankFrames.candidates,
+                      media.segments[next].start <= blank.pts + BlankFrames.reach {
+                    var none: SpriteSheets?
+                    let result = try pass(next, [0], into: &none)
+                    if let picture = result.made.first, !picture.blank {
+                        place(picture, at: n, replacing: blank.pts)
+                        chosen[n] = (next, 0)
+                        break
+                    }
+                    next += 1
+                }
+            }
+        }
+        if deferSheets {
+            for i in Set(chosen.values.map(\.segment)).sorted() {
+                let mine = times.indices.filter { chosen[$0]?.segment == i }
+                let result = try pass(i, mine.map { chosen[$0]!.within }, into: &sheets)
+                for (n, thumbnail) in zip(mine, result.made) {
+                    if var kept = made[n] { kept.sprite = thumbnail.sprite; made[n] = kept }
+                }
+            }
+        }
+        // The segments' notes of blank pictures were said before the segments after them were
+        // tried: one note per picture that stayed blank instead.
+        notes.removeAll { $0.contains("nearly black or flat") }
+        for n in times.indices where made[n]?.blank == true {
+            notes.append(String(format: "%.3f s: the key frame is nearly black or flat, and so are the ones after it "
+                                + "within %.0f s: kept", times[n], BlankFrames.reach))
+        }
+        notes = notes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } // said once, not per segment
         try sheets?.finish()
         var set = ThumbnailSet(input: input, duration: duration, thumbnails: times.indices.compactMap { made[$0] },
                                sprites: sheets?.sheets ?? [], notes: notes, floorBytes: floor, fetch: playlists.counters)

@@ -42,7 +42,7 @@ extension Service {
         }
         let rewritten: String
         do {
-            rewritten = dash ? try DASHRewriter.rewrite(text, base: base, route: route) : HLSRewriter.rewrite(text, base: base, route: route)
+            rewritten = dash ? try DASHRewriter.rewrite(text, base: base, route: route) : try HLSRewriter.rewrite(text, base: base, route: route)
         } catch let error as MediaError {
             throw APIError(status: 502, code: "origin_error", message: error.description)
         }
