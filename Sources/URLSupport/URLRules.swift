@@ -35,8 +35,8 @@ public struct URLRules: Sendable, Equatable {
     public static let alwaysHidden = QueryNames([
         "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "X-Goog-Signature", "X-Goog-Credential",
         "Signature", "Policy", "Key-Pair-Id", "sig", "signature", "token", "access_token", "auth", "api_key", "apikey",
-        // CDN tokens (Akamai, nginx secure_link, Wowza, ...) and the plainly named.
-        "__token__", "hdnts", "hdntl", "md5", "hmac", "wmsAuthSign", "jwt", "secret", "password", "key", "session",
+        // CDN tokens (Akamai, nginx secure_link, Wowza, ...).
+        "__token__", "hdnts", "hdntl", "md5", "hmac", "wmsAuthSign", "jwt",
     ])
 
     /// Rules for every host, then overrides for host patterns (`*.example.com`, `cdn.example.com`),
