@@ -51,7 +51,7 @@ extension FormatContext {
             profile: ff.avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) }
                 ?? (par.profile != FF_PROFILE_UNKNOWN ? String(par.profile) : nil),
             codecType: ff.av_get_media_type_string(par.codec_type).map { String(cString: $0) },
-            codecTagString: String(cString: tag), codecTag: par.codec_tag,
+            codecTagString: FormatContext.text(tag), codecTag: par.codec_tag,
             id: showsIDs ? s.id : nil,
             realFrameRate: Rational(s.r_frame_rate), averageFrameRate: Rational(s.avg_frame_rate), timeBase: Rational(s.time_base),
             startPTS: s.start_time == mp_av_nopts_value() ? nil : s.start_time,
@@ -112,7 +112,7 @@ extension FormatContext {
         return AudioDetails(
             sampleFormat: ff.av_get_sample_fmt_name(AVSampleFormat(rawValue: par.format)).map { String(cString: $0) },
             sampleRate: Int(par.sample_rate), channels: Int(par.ch_layout.nb_channels),
-            channelLayout: described ? String(cString: text) : nil,
+            channelLayout: described ? FormatContext.text(text) : nil,
             bitsPerSample: Int(ff.av_get_bits_per_sample(par.codec_id)))
     }
 
@@ -125,4 +125,11 @@ extension FormatContext {
 
 extension Rational {
     init(_ r: AVRational) { self.init(r.num, r.den) }
+}
+
+extension FormatContext {
+    /// A C string FFmpeg wrote into a buffer of ours, up to its terminating zero.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

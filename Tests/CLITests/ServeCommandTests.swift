@@ -13,7 +13,7 @@ final class ServeCommandTests: CLITestCase {
 
         init(_ args: [String], log: String, environment: [String: String] = [:]) throws {
             self.log = log
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.executableURL = URL(fileURLWithPath: try mprobeBinary())
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             process.arguments = ["serve", "--listen", "127.0.0.1:0"] + args

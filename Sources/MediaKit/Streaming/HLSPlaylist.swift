@@ -27,7 +27,7 @@ enum HLSPlaylist: Sendable {
         if isMaster && isMedia {
             throw MediaError.malformedPlaylist(input: url, detail: "it lists both variants (#EXT-X-STREAM-INF) and segments (#EXTINF)")
         }
-        var parser = Parser(url: url)
+        let parser = Parser(url: url)
         return isMaster ? .master(try parser.master(lines)) : .media(try parser.media(lines))
     }
 
