@@ -132,7 +132,7 @@ public struct Thumbnailer: Sendable {
         let chosen = inFragments?.map { $0?.entry }
             ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
         let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
-        if keyframes.isEmpty, fragments == nil { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
+        if keyframes.isEmpty, fragments == nil, given == nil { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
 
         // One wave: every range the decodes below will read, merged, fetched in parallel.
         var needed = ByteRangeSet()

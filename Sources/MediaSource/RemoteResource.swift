@@ -192,6 +192,12 @@ final class RemoteResource: @unchecked Sendable {
     private func interpret(_ result: FetchOutcome, range: Range<Int64>, deliveredEnd: Int64) throws -> RunningFetch.Outcome {
         switch result {
         case .delivered(let info):
+            // A whole body (200) without a stated length whose framing ended it cleanly before the
+            // end of the request (a chunked body; not stopped early, which happens only there):
+            // the resource ends where it did, as a Content-Length would have said.
+            if info.rangeIgnored, info.totalSize == nil, info.framed, deliveredEnd < range.upperBound, size == nil {
+                try endsAt(deliveredEnd)
+            }
             guard store.available.coveredLength(from: range.lowerBound) == 0 else { return .done }
             // Nothing arrived for the range itself. A whole body (a server that ignores ranges, or
             // nginx's 200 for an empty file) that ended before it, and whose stated length, if

@@ -102,6 +102,7 @@ final class RangeTransfer {
         var result = ResponseInfo(status: status, totalSize: nil, etag: header("etag"),
                                   lastModified: header("last-modified"), contentType: header("content-type"),
                                   effectiveURL: effective, bodyStart: 0, httpVersion: httpVersion)
+        result.framed = httpVersion == "2" || header("transfer-encoding")?.lowercased().contains("chunked") == true
         if let encoding = header("content-encoding"), encoding.lowercased() != "identity" {
             // We ask for identity; a compressed body is not the file's bytes at any offset.
             throw FetchError.badResponse(url: shownURL, detail:

@@ -21,6 +21,10 @@ public struct ResponseInfo: Sendable, Equatable {
     public var bodyStart: Int64
     /// The HTTP version of the response: "1.1" or "2".
     public var httpVersion: String
+    /// The framing says where the body ends (chunked transfer coding, or an HTTP/2 stream), so a
+    /// body that ended cleanly is whole — unlike an HTTP/1.0 body that ends when the connection
+    /// closes, which a dropped connection also ends.
+    public var framed = false
 }
 
 /// How a range request ended.

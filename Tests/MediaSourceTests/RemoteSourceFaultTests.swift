@@ -71,6 +71,31 @@ final class RemoteSourceFaultTests: XCTestCase {
         }
     }
 
+    /// A chunked body says where it ends: ended cleanly before the request's end, it is the whole
+    /// resource, its size known from the one request. A body without framing (HTTP/1.0 style) is
+    /// only believed to be whole when a second request, past it, gets the same body again: a
+    /// dropped connection would end it too.
+    func testAChunkedWholeBodyTellsTheSizeAndAnUnframedOneDoesNot() throws {
+        let dir = try TempDirectory()
+        let body = randomBytes(300_000, seed: 6)
+        var chunked: [UInt8] = []
+        for start in stride(from: 0, to: body.count, by: 65_536) {
+            let piece = body[start..<min(body.count, start + 65_536)]
+            chunked += Array(String(piece.count, radix: 16).utf8) + [13, 10] + piece + [13, 10]
+        }
+        chunked += Array("0\r\n\r\n".utf8)
+        let server = try FaultServer()
+        server.route("/chunked", .fixed(status: 200, headers: [("Transfer-Encoding", "chunked")], body: chunked, contentLength: -1))
+        server.route("/unframed", .ignoreRangesWithoutLength(body: body))
+        for (path, requests) in [("/chunked", 1), ("/unframed", 2)] {
+            let source = try session(dir).open(server.url(path))
+            try source.prefetch(0..<1_000_000)
+            XCTAssertEqual((source as? RemoteSource)?.knownSize, Int64(body.count), path)
+            XCTAssertEqual(source.counters.requests, Int64(requests), path)
+            XCTAssertEqual(try readAll(source, 0..<1_000_000), body, path)
+        }
+    }
+
     func testDroppedConnectionIsResumedTransparently() throws {
         let dir = try TempDirectory()
         let body = randomBytes(1_000_000, seed: 4)

@@ -36,6 +36,11 @@ final class SpanSource: MediaSource {
 
     /// The bytes `range` names in `source` (all of it for nil), checked against its size.
     static func bytes(of source: any MediaSource, range: Range<Int64>?) throws -> Range<Int64> {
+        // A whole segment whose size no response has said yet (a server that ignores ranges and
+        // sends it chunked): fetched whole, as a player would, which says it.
+        if range == nil, let remote = source as? RemoteSource, remote.knownSize == nil {
+            try source.prefetch(0..<StreamPlaylists.wholePartLimit)
+        }
         guard let size = try source.size() else {
             throw SourceError.inconsistentOrigin(input: source.input, detail: "the server did not say how long it is "
                                                  + "(no Content-Length or Content-Range), so a segment of it cannot be read whole")
