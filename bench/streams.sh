@@ -6,13 +6,15 @@
 # and ffmpeg (`-ss T -i URL`) on the same origin, through bench/latency_proxy.py (60 ms RTT,
 # 50 Mbit/s, one shared link): wall seconds, requests and bytes nginx sent; best of ROUNDS.
 #
-# Usage: bench/streams.sh [ROUNDS=3] [LINK=60/50]   (MPROBE_BIN=path: that binary, no build)
+# Usage: bench/streams.sh [ROUNDS=3] [LINK=60/50] [JOBS="probe prefetch thumbs"]
+#        (MPROBE_BIN=path: that binary, no build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 if [ -n "${MPROBE_BIN:-}" ]; then M=$MPROBE_BIN; else bench_prepare; fi
 ROUNDS=${1:-3}
 LINK=${2:-60/50}
+JOBS=${3:-probe prefetch thumbs}
 bench_start_origin
 S="$LARGE/streams"
 SRC="$LARGE/long-faststart.mp4"
@@ -44,14 +46,20 @@ echo "| stream | job | mprobe s | req | MB sent | peer | peer s | req | MB sent 
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for stream in ts/master.m3u8 fmp4/master.m3u8 dash/manifest.mpd; do
     url="$base/$stream"
-    row "$stream" probe "$(bench_best_of "'$M' '$url' --cache-dir '$WORK/cache' > /dev/null")" \
-        "ffprobe" "$(bench_best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")"
-    row "$stream" "prefetch 10 s at 300 s" \
-        "$(bench_best_of "'$M' prefetch '$url' --start 300 --seconds 10 --quiet --cache-dir '$WORK/cache' > /dev/null")" \
-        "ffmpeg -ss 300 -t 10 -c copy" \
-        "$(bench_best_of "ffmpeg -v error -ss 300 -i '$url' -t 10 -map 0:v:0 -map 0:a:0 -c copy -f null - ")"
-    row "$stream" "10 thumbnails" \
-        "$(bench_best_of "'$M' thumbs '$url' --count 10 --out '$WORK/out' --cache-dir '$WORK/cache' > /dev/null")" \
-        "ffmpeg -ss T -frames:v 1, ×10" \
-        "$(bench_best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")"
+    if [[ " $JOBS " == *" probe "* ]]; then
+        row "$stream" probe "$(bench_best_of "'$M' '$url' --cache-dir '$WORK/cache' > /dev/null")" \
+            "ffprobe" "$(bench_best_of "ffprobe -v error -show_format -show_streams '$url' > /dev/null")"
+    fi
+    if [[ " $JOBS " == *" prefetch "* ]]; then
+        row "$stream" "prefetch 10 s at 300 s" \
+            "$(bench_best_of "'$M' prefetch '$url' --start 300 --seconds 10 --quiet --cache-dir '$WORK/cache' > /dev/null")" \
+            "ffmpeg -ss 300 -t 10 -c copy" \
+            "$(bench_best_of "ffmpeg -v error -ss 300 -i '$url' -t 10 -map 0:v:0 -map 0:a:0 -c copy -f null - ")"
+    fi
+    if [[ " $JOBS " == *" thumbs "* ]]; then
+        row "$stream" "10 thumbnails" \
+            "$(bench_best_of "'$M' thumbs '$url' --count 10 --out '$WORK/out' --cache-dir '$WORK/cache' > /dev/null")" \
+            "ffmpeg -ss T -frames:v 1, ×10" \
+            "$(bench_best_of "mkdir -p '$WORK/out'; for t in $TIMES; do ffmpeg -v error -y -ss \$t -i '$url' -frames:v 1 -s 320x180 '$WORK/out/f-\$t.jpg'; done")"
+    fi
 done
