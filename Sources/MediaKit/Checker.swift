@@ -64,17 +64,7 @@ public struct Checker: Sendable {
         for p in chosen.playlists {
             let segments = p.media.segments(from: start, to: start + seconds)
             guard let first = segments.first else { continue }
-            var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
-            if let map = first.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
-            for s in segments {
-                let source = try session.open(s.uri)
-                // A segment that is not media (an error page served with 200) would only thin the
-                // frames out: said by name instead.
-                try StreamPlaylists.checkIsMedia(source, range: s.byteRange)
-                pieces.append((source, s.byteRange))
-            }
-            let span = try SpanSource(input: p.uri, pieces: pieces)
-            playlists.add(span.parts.map(\.source))
+            let span = try playlists.span(Array(segments), input: p.uri, checkingMedia: true)
             let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
             let within = max(0, start - first.start)
             let r = try checkOnce(opened, session: session, start: within, seconds: seconds,

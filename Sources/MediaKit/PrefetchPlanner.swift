@@ -49,6 +49,7 @@ public struct PrefetchPlanner: Sendable {
         let ordered = streams.sorted { (context.kind(ofStream: $0) == .video ? 0 : 1) < (context.kind(ofStream: $1) == .video ? 0 : 1) }
         var from = windowStart
         var reachTime = -Double.infinity // the latest decode time of a track's sample after the window
+        var indexedEntries: [[IndexEntry]] = [] // each planned track's, read once
         if opened.layout?.fragmented == true, context.fragmentTimeline == nil {
             try PrefetchPlanner.indexFragments(upTo: windowEnd, context: context, streams: ordered,
                                                cancellation: session.cancellation)
@@ -57,6 +58,7 @@ public struct PrefetchPlanner: Sendable {
         for index in ordered where context.fragmentTimeline == nil {
             let entries = context.indexEntries(stream: index)
             guard !entries.isEmpty else { continue }
+            indexedEntries.append(entries)
             indexed = true
             let kind = context.kind(ofStream: index)
             let chosen = PrefetchPlanner.window(entries, from: from, to: windowEnd, fromKeyframe: kind == .video)
@@ -72,7 +74,7 @@ public struct PrefetchPlanner: Sendable {
                                               lastTime: chosen.last.map { $0.time - context.startTime }))
         }
         if indexed {
-            sampleSet.formUnion(PrefetchPlanner.readOnTheWay(context: context, streams: ordered, sampleSet: sampleSet,
+            sampleSet.formUnion(PrefetchPlanner.readOnTheWay(indexedEntries, sampleSet: sampleSet,
                                                              from: windowEnd, to: reachTime))
         }
         planned.sort { $0.index < $1.index }
@@ -141,12 +143,12 @@ public struct PrefetchPlanner: Sendable {
     /// window read 190 KB the plan had left out. These are the samples of the selected tracks
     /// between the window's first byte and the last one it reaches, decoded from the window's end
     /// to a second after the last sample after it (`reach`).
-    private static func readOnTheWay(context: FormatContext, streams: [Int], sampleSet: ByteRangeSet,
+    private static func readOnTheWay(_ tracks: [[IndexEntry]], sampleSet: ByteRangeSet,
                                      from end: Double, to reach: Double) -> ByteRangeSet {
         guard let first = sampleSet.ranges.first?.lowerBound, let last = sampleSet.ranges.last?.lowerBound else { return ByteRangeSet() }
         var more = ByteRangeSet()
-        for index in streams {
-            for e in context.indexEntries(stream: index)
+        for entries in tracks {
+            for e in entries
             where e.position > first && e.position < last && e.decodeTime >= end - 1 && e.decodeTime <= reach + 1 {
                 more.insert(e.byteRange)
             }

@@ -7,6 +7,11 @@ import Foundation
 /// that chain (a template's `$Number$`, `$Time$`, ... kept for the player to fill in), and the
 /// `BaseURL`s go (a single-file Representation keeps one: its file, routed).
 public enum DASHRewriter {
+    /// A `dynamic` MPD: live, its segments follow the clock.
+    public static func isLive(_ text: String) -> Bool {
+        (try? MarkupElement.parse(text))?["type"] == "dynamic"
+    }
+
     public static func rewrite(_ text: String, base: String, route: @escaping (String) -> String) throws -> String {
         let root: MarkupElement
         do { root = try MarkupElement.parse(text) } catch let e as MarkupElement.Malformed {

@@ -36,16 +36,23 @@ final class SpanSource: MediaSource {
 
     /// The bytes `range` names in `source` (all of it for nil), checked against its size.
     static func bytes(of source: any MediaSource, range: Range<Int64>?) throws -> Range<Int64> {
-        // A whole segment whose size no response has said yet (a server that ignores ranges and
-        // sends it chunked): fetched whole, as a player would, which says it.
-        if range == nil, let remote = source as? RemoteSource, remote.knownSize == nil {
-            try source.prefetch(0..<StreamPlaylists.wholePartLimit)
+        // A resource no response has told the size of yet: its part is fetched first, in one exact
+        // request (the whole of a segment without a range, as a player would), which tells it —
+        // rather than a readahead window that asks for more than the part.
+        if let remote = source as? RemoteSource, remote.knownSize == nil {
+            try source.prefetch(range ?? 0..<StreamPlaylists.wholePartLimit)
         }
         guard let size = try source.size() else {
             throw SourceError.inconsistentOrigin(input: source.input, detail: "the server did not say how long it is "
                                                  + "(no Content-Length or Content-Range), so a segment of it cannot be read whole")
         }
-        guard let range else { return 0..<size }
+        guard let range else {
+            guard size <= StreamPlaylists.wholePartLimit else {
+                throw MediaError.malformedPlaylist(input: source.input, detail: "a segment of \(size) bytes, more than a segment is "
+                                                   + "(\(StreamPlaylists.wholePartLimit))")
+            }
+            return 0..<size
+        }
         guard range.upperBound <= size else {
             throw MediaError.malformedPlaylist(input: source.input, detail: "its byte range \(range.lowerBound)-\(range.upperBound - 1) "
                                                + "lies past its end (\(size) bytes)")

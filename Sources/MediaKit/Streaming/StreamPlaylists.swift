@@ -18,8 +18,8 @@ struct StreamPlaylists {
         sources = opened.map { [$0] } ?? []
     }
 
-    /// The most of a segment or an initialization section fetched in one request when the playlist
-    /// does not give its length: segments are seconds of media, a few megabytes.
+    /// The largest whole segment or initialization section (one the playlist gives no byte range
+    /// of): segments are seconds of media, a few megabytes.
     static let wholePartLimit: Int64 = 64 << 20
     /// An initialization range at most this much larger than the index comes in the index's request.
     static let nearInitialization: Int64 = 1 << 20
@@ -78,13 +78,28 @@ struct StreamPlaylists {
         return media
     }
 
-    /// The bytes a demuxer opens for `segment`: its initialization section (if any) and the
-    /// segment, each fetched in one request.
-    mutating func source(of segment: HLSSegment) throws -> SpanSource {
+    /// Segments read in a row as one file, as a demuxer reads them: the first one's
+    /// initialization section (if any), then each segment or its byte range, each part from a
+    /// source of its own (counted with the job's). `checkingMedia`: each segment must start as
+    /// media does (`checkIsMedia`), so an error page served with 200 is named, not demuxed.
+    mutating func span(_ segments: [HLSSegment], input: String, checkingMedia: Bool = false) throws -> SpanSource {
         var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
-        if let map = segment.initSection { pieces.append(try part(map.uri, range: map.byteRange)) }
-        pieces.append(try part(segment.uri, range: segment.byteRange))
-        return try SpanSource(input: segment.uri, pieces: pieces)
+        if let map = segments.first?.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
+        for segment in segments {
+            let source = try session.open(segment.uri)
+            if checkingMedia { try StreamPlaylists.checkIsMedia(source, range: segment.byteRange) }
+            pieces.append((source, segment.byteRange))
+        }
+        let span = try SpanSource(input: input, pieces: pieces)
+        sources += span.parts.map(\.source)
+        return span
+    }
+
+    /// The bytes a demuxer opens for `segment`, fetched at once: each part in one request.
+    mutating func source(of segment: HLSSegment) throws -> SpanSource {
+        let span = try self.span([segment], input: segment.uri)
+        try span.prefetch(0..<(try span.size() ?? 0))
+        return span
     }
 
     /// The segments of a one-file Representation, from its `sidx`: each reference a byte range of
@@ -162,16 +177,6 @@ struct StreamPlaylists {
         }
     }
 
-    private mutating func part(_ uri: String, range: Range<Int64>?) throws -> (source: any MediaSource, range: Range<Int64>?) {
-        let source = try session.open(uri)
-        sources.append(source)
-        try source.prefetch(range ?? 0..<StreamPlaylists.wholePartLimit)
-        if range == nil, let size = try source.size(), size > StreamPlaylists.wholePartLimit {
-            throw MediaError.malformedPlaylist(input: uri, detail: "a segment of \(size) bytes, more than a segment is "
-                                               + "(\(StreamPlaylists.wholePartLimit))")
-        }
-        return (source, range)
-    }
 
     /// Sources the job opened itself, to count with the rest.
     mutating func add(_ more: [any MediaSource]) { sources += more }

@@ -67,11 +67,7 @@ extension Thumbnailer {
         func pass(_ i: Int, _ within: [Double], into: inout SpriteSheets?) throws -> Pass {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
             let segment = media.segments[i]
-            var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
-            if let map = segment.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
-            pieces.append((try session.open(segment.uri), segment.byteRange))
-            let span = try SpanSource(input: segment.uri, pieces: pieces)
-            playlists.add(span.parts.map(\.source))
+            let span = try playlists.span([segment], input: segment.uri)
             let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
             let done = made.count
             let result = try thumbnails(opened, session: session, times: within, shift: segment.start, total: times.count,

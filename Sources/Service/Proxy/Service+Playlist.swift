@@ -29,7 +29,7 @@ extension Service {
         var text = String(decoding: try Service.read(source, count: Int(size)), as: UTF8.self)
         var base = source.location
         let dash = kind == StreamingManifest.dash
-        let live = dash ? text.contains("\"dynamic\"") : HLSRewriter.isLive(text)
+        let live = dash ? DASHRewriter.isLive(text) : HLSRewriter.isLive(text)
         if live { (text, base) = try freshPlaylist(url, token: token) }
         let accessToken = request.query["token"]
         let route = { (absolute: String) -> String in
