@@ -85,13 +85,13 @@ struct StreamPlaylists {
     mutating func span(_ segments: [HLSSegment], input: String, checkingMedia: Bool = false) throws -> SpanSource {
         var pieces: [(source: any MediaSource, range: Range<Int64>?)] = []
         if let map = segments.first?.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
-        for segment in segments {
-            let source = try session.open(segment.uri)
-            if checkingMedia { try StreamPlaylists.checkIsMedia(source, range: segment.byteRange) }
-            pieces.append((source, segment.byteRange))
-        }
+        for segment in segments { pieces.append((try session.open(segment.uri), segment.byteRange)) }
+        // Made first: it fetches each part of unknown size exactly, so the check below reads what is here.
         let span = try SpanSource(input: input, pieces: pieces)
         sources += span.parts.map(\.source)
+        if checkingMedia {
+            for part in span.parts.suffix(segments.count) { try StreamPlaylists.checkIsMedia(part.source, range: part.range) }
+        }
         return span
     }
 
