@@ -18,6 +18,22 @@ extension FormatContext {
             fetch: SourceCounters(), seconds: 0)
     }
 
+    /// Some video or audio stream lacks what a probe reports of it (picture size, pixel format and
+    /// frame rate; sample rate, channels and sample format): an analysis that stopped too soon.
+    var leavesAStreamUndescribed: Bool {
+        (0..<streamCount).contains { index in
+            guard let s = stream(index)?.pointee, let par = s.codecpar?.pointee else { return false }
+            switch par.codec_type {
+            case AVMEDIA_TYPE_VIDEO:
+                return par.width <= 0 || par.format < 0 || s.r_frame_rate.num <= 0
+            case AVMEDIA_TYPE_AUDIO:
+                return par.sample_rate <= 0 || par.ch_layout.nb_channels <= 0 || par.format < 0
+            default:
+                return false
+            }
+        }
+    }
+
     /// The container's ID of stream `index`: an MP4's track ID.
     func containerID(stream index: Int) -> Int32? { stream(index)?.pointee.id }
 

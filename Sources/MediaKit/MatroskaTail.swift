@@ -5,12 +5,13 @@ import MediaSource
 /// Cluster's Timecode plus the largest relative timecode of its blocks. libavformat, without Cues
 /// or a Duration, would have to read every Cluster to know it; ffprobe reports none.
 ///
-/// A bounded read of the tail (1 MiB, then 16 MiB), searched backwards for a Cluster ID whose
+/// A bounded read of the tail (256 KiB, then 4 and 16 MiB: a writer to a pipe closes a Cluster
+/// every 32 KiB or so, a recorder at each key frame), searched backwards for a Cluster ID whose
 /// size fits the file and whose first child (after a CRC-32 or Void) is a Timecode; its blocks are read up to its end (or
 /// the end of the file, for the unknown size a live writer leaves). The time lacks the last
 /// frame's own duration (a frame, 20–40 ms), which nothing in the file states.
 enum MatroskaTail {
-    static let scans: [Int64] = [1 << 20, 16 << 20]
+    static let scans: [Int64] = [256 << 10, 4 << 20, 16 << 20]
     private static let cluster: [UInt8] = [0x1F, 0x43, 0xB6, 0x75]
 
     /// For a Matroska `context` that states no duration: seconds from its start to its last block.
@@ -85,46 +86,5 @@ enum MatroskaTail {
             reader.position = body + length
         }
         return last
-    }
-}
-
-/// EBML's variable-length integers over a byte array, each read nil past its end.
-private struct EBMLReader {
-    let bytes: [UInt8]
-    var position: Int
-
-    /// Length of a variable-length integer from its first byte (1 to 8), nil for a zero byte.
-    private func width(_ first: UInt8) -> Int? { first == 0 ? nil : first.leadingZeroBitCount + 1 }
-
-    /// An element ID, its length marker kept (as Matroska writes IDs: 0x1F43B675).
-    mutating func id() -> UInt32? {
-        guard position < bytes.count, let n = width(bytes[position]), n <= 4, position + n <= bytes.count else { return nil }
-        let value = bytes[position..<position + n].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        position += n
-        return value
-    }
-
-    /// An element size: nil when unreadable, `.some(nil)` for the unknown size (all ones).
-    mutating func size() -> Int?? {
-        guard position < bytes.count, let n = width(bytes[position]), position + n <= bytes.count else { return nil }
-        var value = UInt64(bytes[position]) & (0xFF >> UInt64(n))
-        for byte in bytes[position + 1..<position + n] { value = value << 8 | UInt64(byte) }
-        position += n
-        if value == (UInt64(1) << (7 * UInt64(n))) - 1 { return .some(nil) }
-        return value <= UInt64(Int32.max) ? .some(Int(value)) : nil
-    }
-
-    mutating func uint(_ count: Int) -> Int64? {
-        guard count >= 1, count <= 8, position + count <= bytes.count else { return nil }
-        let value = bytes[position..<position + count].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        position += count
-        return value <= UInt64(Int64.max / 2) ? Int64(value) : nil
-    }
-
-    /// The relative timecode of the block whose body starts at `body`: after its track number
-    /// (a variable-length integer), a signed 16-bit value.
-    func blockTimecode(at body: Int) -> Int16? {
-        guard body < bytes.count, let n = width(bytes[body]), body + n + 2 <= bytes.count else { return nil }
-        return Int16(bitPattern: UInt16(bytes[body + n]) << 8 | UInt16(bytes[body + n + 1]))
     }
 }

@@ -56,13 +56,29 @@ struct OpenedInput {
                 }
             }
         }
-        do {
-            context = try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments,
-                                        timeline: timeline, cancellation: session.cancellation)
-        } catch let error as FFmpegError {
-            throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
+        // A probe of a file without boxes reads its head in at most `probeHead` bytes (the first
+        // request's and one more), not a readahead window doubled past what the analysis reads.
+        let probesHead = fragments == .first && layout == nil
+        if probesHead { source.limitReadahead(to: OpenedInput.probeHead) }
+        defer { if probesHead { source.limitReadahead(to: nil) } }
+        let layout = self.layout
+        let open = { (headAnalysis: Bool) in
+            do {
+                return try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments, timeline: timeline,
+                                         headAnalysis: headAnalysis, cancellation: session.cancellation)
+            } catch let error as FFmpegError {
+                throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
+            }
         }
+        var context = try open(probesHead && findStreamInfo)
+        // A stream whose packets the head did not reach: analysed again as ffprobe would, over the
+        // bytes already fetched and those after them.
+        if probesHead && findStreamInfo && context.leavesAStreamUndescribed { context = try open(false) }
+        self.context = context
     }
+
+    /// The head a probe reads of a file that has no box index to say where its header ends.
+    static let probeHead: Int64 = 256 << 10
 
     /// What this job has cost so far.
     var cost: SourceCounters { source.counters.since(before) }

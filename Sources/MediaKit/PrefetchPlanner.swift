@@ -258,7 +258,15 @@ public struct PrefetchPlanner: Sendable {
         do { try context.seek(seconds: context.startTime) } catch { return nil }
         guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
               let last = points.last, last.time >= from else { return nil }
-        let placedBy = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
+        var placedBy = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
+        if context.formatName.hasPrefix("matroska"), try MatroskaHead.hasCues(source) == false {
+            // Without Cues the points are the key frames of the Clusters libavformat has read:
+            // past the last one a window runs to the end of the file, right only for a window that
+            // reaches it.
+            let duration = try context.durationSeconds ?? MatroskaTail.duration(of: context, source: source)
+            if last.time < to, duration.map({ to < context.startTime + $0 }) ?? true { return nil }
+            placedBy = "the clusters read place (no Cues)"
+        }
         return window(points.map { (time: $0.time, position: $0.position) }, from: from, to: to, size: size,
                       startTime: context.startTime, placedBy: placedBy).map { ($0.range, $0.stop, context.formatName + ": " + $0.why, $0.first, $0.last) }
     }
@@ -302,7 +310,14 @@ public struct PrefetchPlanner: Sendable {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no known size here: "
                                         + "nothing tells which bytes hold \(start) s, so no window can be prefetched")
         }
-        let bitRate = context.bitRate ?? context.durationSeconds.map { Int64(Double(size * 8) / max($0, 0.001)) }
+        let matroska = context.formatName.hasPrefix("matroska")
+        if matroska && start > 0 {
+            throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) without Cues: a player seeks in it by "
+                                        + "reading every Cluster before the time, so no window at \(start) s can be prefetched "
+                                        + "(one from the start can: --start 0)")
+        }
+        let duration = try context.durationSeconds ?? (matroska ? MatroskaTail.duration(of: context, source: source) : nil)
+        let bitRate = context.bitRate ?? duration.map { Int64(Double(size * 8) / max($0, 0.001)) }
         guard let bitRate, bitRate > 0 else {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index, no duration and no bit "
                                         + "rate here: nothing tells which bytes hold \(start) s, so no window can be prefetched")
@@ -310,7 +325,7 @@ public struct PrefetchPlanner: Sendable {
         let bytesPerSecond = Double(bitRate) / 8
         let lower = min(size, Int64(start * bytesPerSecond))
         let upper = min(size, lower + Int64(seconds * bytesPerSecond * PrefetchPlanner.estimateMargin))
-        let why = "\(context.formatName) has no usable index here: the byte window is estimated from the bit rate " +
+        let why = "\(context.formatName) has \(matroska ? "no Cues" : "no usable index here"): the byte window is estimated from the bit rate " +
             "(\(bitRate / 1000) kb/s, +\(Int((PrefetchPlanner.estimateMargin - 1) * 100))%)"
         return (lower..<max(lower, upper), why)
     }

@@ -1,0 +1,64 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// MPEG-TS has no index: a probe takes its streams from the head and its duration from the
+/// timestamps at both ends — two reads, not libavformat's 5 s of analysis.
+final class TransportStreamTests: CLITestCase {
+    private func ffprobe(_ path: String) throws -> [String: Any] {
+        let r = try runProcess("ffprobe", ["-v", "error", "-show_format", "-show_streams", "-of", "json", path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdoutString.utf8)) as? [String: Any])
+    }
+
+    /// What a probe reports of each stream equals ffprobe's, and the duration is ffprobe's.
+    private func assertDescribedAsFFprobe(_ probe: [String: Any], _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let peer = try ffprobe(path)
+        let format = try XCTUnwrap(peer["format"] as? [String: Any])
+        XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.001,
+                       file: file, line: line)
+        let tracks = probe["tracks"] as? [[String: Any]] ?? []
+        let streams = peer["streams"] as? [[String: Any]] ?? []
+        XCTAssertEqual(tracks.count, streams.count, file: file, line: line)
+        for (track, stream) in zip(tracks, streams) {
+            XCTAssertEqual(track["codec"] as? String, stream["codec_name"] as? String, file: file, line: line)
+            if stream["codec_type"] as? String == "video" {
+                XCTAssertEqual(track["width"] as? Int, stream["width"] as? Int, file: file, line: line)
+                XCTAssertEqual(track["height"] as? Int, stream["height"] as? Int, file: file, line: line)
+                XCTAssertEqual(track["pixel_format"] as? String, stream["pix_fmt"] as? String, file: file, line: line)
+                XCTAssertEqual(track["frame_rate"] as? Double, 30, file: file, line: line)
+            } else {
+                XCTAssertEqual(track["sample_rate"] as? Int, Int(stream["sample_rate"] as? String ?? ""), file: file, line: line)
+                XCTAssertEqual(track["channels"] as? Int, stream["channels"] as? Int, file: file, line: line)
+            }
+        }
+    }
+
+    func testAProbeReadsTheHeadAndTheTailOnly() throws {
+        let www = dir.file("www")
+        try encodeRecording(www + "/rec.ts", muxing: ["-b:v", "2M", "-f", "mpegts"])
+        let nginx = try NginxServer(root: www)
+        let probe = try json(try mprobe([nginx.url("/rec.ts"), "--json", "--cache-dir", cacheDir]))
+        try assertDescribedAsFFprobe(probe, www + "/rec.ts")
+        let log = try nginx.accessLog()
+        // The head (the first request's 64 KiB and the rest of 256 KiB), then the last 250,000
+        // bytes, where libavformat finds the last timestamps. Before: 5 s of packets, 4 requests.
+        XCTAssertLessThanOrEqual(log.count, 3, "\(log.map { $0.range ?? "-" })")
+        XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, (256 << 10) + 250_000)
+    }
+
+    /// A stream the head does not reach (audio starting 4 s, a megabyte, in) is analysed as
+    /// ffprobe would: described, not left without a sample rate.
+    func testAStreamStartingPastTheHeadIsStillDescribed() throws {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        try encodeRecording(dir.file("rec.ts"), muxing: ["-b:v", "2M", "-f", "mpegts"])
+        let late = try runProcess("ffmpeg", ["-v", "error", "-i", dir.file("rec.ts"), "-itsoffset", "4", "-i", dir.file("rec.ts"),
+                                             "-map", "0:v", "-map", "1:a", "-c", "copy", "-f", "mpegts", www + "/late.ts"])
+        XCTAssertEqual(late.status, 0, late.stderr)
+        let nginx = try NginxServer(root: www)
+        let probe = try json(try mprobe([nginx.url("/late.ts"), "--json", "--cache-dir", cacheDir]))
+        try assertDescribedAsFFprobe(probe, www + "/late.ts")
+        XCTAssertGreaterThan(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, 1 << 20, "read past the head, to the audio")
+    }
+}
