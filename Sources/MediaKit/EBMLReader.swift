@@ -30,11 +30,4 @@ struct EBMLReader {
         position += count
         return value <= UInt64(Int64.max / 2) ? Int64(value) : nil
     }
-
-    /// The relative timecode of the block whose body starts at `body`: after its track number
-    /// (a variable-length integer), a signed 16-bit value.
-    func blockTimecode(at body: Int) -> Int16? {
-        guard body < bytes.count, let n = width(bytes[body]), body + n + 2 <= bytes.count else { return nil }
-        return Int16(bitPattern: UInt16(bytes[body + n]) << 8 | UInt16(bytes[body + n + 1]))
-    }
 }

@@ -28,6 +28,14 @@ extension FormatContext {
     /// a key frame starts), an MP3's Xing table of contents (each hundredth of the duration).
     func positionedPoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
 
+    /// Tells the demuxer that stream `index` has a key frame at `timestamp` in the element at
+    /// `position` (a Matroska Cluster): its seeks land there, as on a Cue point.
+    /// The corresponding FFmpeg function is `av_add_index_entry`.
+    func addKeyFrame(stream index: Int, position: Int64, timestamp: Int64) {
+        guard let st = stream(index) else { return }
+        _ = ff.av_add_index_entry(st, position, timestamp, 0, 0, AVINDEX_KEYFRAME)
+    }
+
     private func entries(stream index: Int, sized: Bool) -> [IndexEntry] {
         guard let st = stream(index) else { return [] }
         let tb = st.pointee.time_base

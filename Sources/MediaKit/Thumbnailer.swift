@@ -120,12 +120,21 @@ public struct Thumbnailer: Sendable {
         // frames are found by seeking instead.
         let stopsShort = opened.layout?.movieExtends == true && fragments == nil
             && entries.last.map { last in duration.map { last.time < offset + $0 - 2 } ?? false } == true
-        let keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
+        var keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
         // For each requested time: the key frame at or before it (clamped to the last one).
         let times = given ?? options.requestedTimes(duration: duration ?? 0)
         if given == nil, let note = options.limitNote(duration: duration ?? 0) { notes.append(note) }
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
+        }
+        // A Matroska file without Cues: libavformat would read every Cluster up to each time; the
+        // key frames are found where they are instead, and given to its index.
+        if keyframes.isEmpty, fragments == nil, let duration,
+           let found = try MatroskaKeyFrames.index(context, stream: video, source: source,
+                                                   times: times.map { offset + min(max(0, $0), duration) }, end: offset + duration,
+                                                   connections: connections, cancellation: session.cancellation) {
+            keyframes = found
+            notes.append("\(context.formatName) has no Cues: each key frame was found by reading where the Clusters place its time")
         }
         let inFragments = try fragments?.keyFrames(at: times.map { offset + max(0, $0) }, delay: context.decodeDelay(stream: video),
                                                    connections: connections, cancellation: session.cancellation)

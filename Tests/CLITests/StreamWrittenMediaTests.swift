@@ -37,6 +37,32 @@ final class StreamWrittenMediaTests: CLITestCase {
                       prefetch.stderr)
     }
 
+    /// Thumbnails of a recording without Cues: each key frame is found where the Clusters place
+    /// its time, not by libavformat reading every Cluster before it (a 10-minute recording: 150 MB
+    /// then, 8 MB now); the pictures are the key frames at or before each time.
+    func testThumbnailsFindTheirKeyFramesWithoutReadingThroughTheFile() throws {
+        let path = try recorded(loops: 74) // 300 s, a key frame each second
+        let nginx = try NginxServer(root: dir.path)
+        let input = nginx.url("/" + URL(fileURLWithPath: path).lastPathComponent)
+        let made = try mprobe(["thumbs", input, "--count", "6", "--out", dir.file("t"), "--cache-dir", cacheDir])
+        XCTAssertTrue(made.stderr.contains("no Cues: each key frame was found"), made.stderr)
+        let manifest = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("t/manifest.json"))))
+            as? [String: Any])
+        let thumbnails = manifest["thumbnails"] as? [[String: Any]] ?? []
+        let packets = try runProcess("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags",
+                                                 "-of", "csv=p=0", path])
+        let keys = packets.stdoutString.split(separator: "\n").filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
+        XCTAssertEqual(thumbnails.count, 6)
+        for thumbnail in thumbnails {
+            let time = thumbnail["time"] as? Double ?? -1
+            let key = try XCTUnwrap(keys.last { $0 <= time + 1e-6 } ?? keys.first)
+            XCTAssertEqual(thumbnail["pts"] as? Double ?? -1, key, accuracy: 0.0005, "at \(time) s")
+        }
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let sent = try nginx.accessLog().reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThan(sent, Int64(size / 3), "before: the whole file (every Cluster up to 250 s, and readahead)")
+    }
+
     /// From the start a window can be prefetched: estimated from the bit rate over the last
     /// Cluster's duration, and said to be. Before, the key frames libavformat indexed while
     /// reading the first Clusters placed it, running to the end of the file: a 10 s window of a

@@ -31,7 +31,7 @@
    not pay for loading libavformat and the ~130 libraries it pulls in (about 25 ms of a 38 ms
    start). A name missing here fails at link time, not at run time. */
 #define MP_FFMPEG_FUNCTIONS(X) \
-    X(av_channel_layout_describe) X(av_chroma_location_name) X(av_color_primaries_name) \
+    X(av_add_index_entry) X(av_channel_layout_describe) X(av_chroma_location_name) X(av_color_primaries_name) \
     X(av_color_range_name) X(av_color_space_name) X(av_color_transfer_name) X(av_dict_free) \
     X(av_dict_get) X(av_dict_set) X(av_display_rotation_get) X(av_find_best_stream) \
     X(av_fourcc_make_string) X(av_frame_alloc) X(av_frame_free) X(av_frame_get_buffer) X(av_frame_ref) \

@@ -1,0 +1,120 @@
+/// Clusters of a Matroska file and their blocks, read from a run of its bytes without Cues or
+/// libavformat: the last Cluster of a file (`MatroskaTail`) and the key frames near a time
+/// (`MatroskaKeyFrames`). A Cluster is found by its ID and taken only when its first child (after
+/// a CRC-32 or Void) is its Timecode and its size fits; a live writer's unknown size ends where an
+/// element no Cluster holds begins.
+enum MatroskaClusters {
+    static let clusterID: UInt32 = 0x1F43_B675
+    private static let idBytes: [UInt8] = [0x1F, 0x43, 0xB6, 0x75]
+    private static let timecodeID: UInt32 = 0xE7, simpleBlock: UInt32 = 0xA3, blockGroup: UInt32 = 0xA0
+    private static let block: UInt32 = 0xA1, referenceBlock: UInt32 = 0xFB, crc32: UInt32 = 0xBF, void: UInt32 = 0xEC
+    /// What a Cluster holds besides its Timecode and blocks (Position, PrevSize, SilentTracks,
+    /// EncryptedBlock): skipped; any other ID ends a Cluster of unknown size.
+    private static let otherChildren: Set<UInt32> = [0xA7, 0xAB, 0x5854, 0xAF, crc32, void]
+
+    /// One block: where its element starts in the bytes read, its size with header, its track
+    /// number, its absolute timecode (the Cluster's plus its own), and whether it is a key frame.
+    struct Block: Equatable {
+        let position: Int
+        let size: Int
+        let track: Int64
+        let timecode: Int64
+        let keyframe: Bool
+    }
+
+    struct Cluster {
+        let position: Int
+        let timecode: Int64
+        /// Where the Cluster ends in the bytes, nil when it runs past them.
+        let end: Int?
+        /// The blocks that lie whole within the bytes.
+        let blocks: [Block]
+    }
+
+    /// The Cluster whose ID starts at `start`, nil when it is not one. With `whole`, a Cluster
+    /// that runs past `bytes` is not one either (the last Cluster of a file must end in it).
+    static func cluster(in bytes: [UInt8], at start: Int, whole: Bool) -> Cluster? {
+        guard start >= 0, start + 4 <= bytes.count, bytes[start..<start + 4].elementsEqual(idBytes) else { return nil }
+        var reader = EBMLReader(bytes: bytes, position: start + 4)
+        guard let size = reader.size() else { return nil }
+        let stated = size.map { reader.position + $0 }
+        if whole, let stated, stated > bytes.count { return nil }
+        let limit = min(stated ?? bytes.count, bytes.count)
+        var first = reader.id()
+        while first == crc32 || first == void {
+            guard let skip = reader.size() ?? nil else { return nil }
+            reader.position += skip
+            first = reader.id()
+        }
+        guard first == timecodeID, let timecodeSize = reader.size() ?? nil, let timecode = reader.uint(timecodeSize) else { return nil }
+        var blocks: [Block] = []
+        var end = stated
+        while reader.position < limit {
+            let element = reader.position
+            guard let id = reader.id(), let childSize = reader.size() else { break }
+            guard id == simpleBlock || id == blockGroup || otherChildren.contains(id) else {
+                if stated == nil { end = element } // an unknown size ends at the next element of the Segment
+                break
+            }
+            guard let length = childSize, length <= limit - reader.position else { break }
+            let body = reader.position
+            if id == simpleBlock, let header = blockHeader(bytes, at: body) {
+                blocks.append(Block(position: element, size: body + length - element, track: header.track,
+                                    timecode: timecode + Int64(header.relative), keyframe: header.flags & 0x80 != 0))
+            } else if id == blockGroup, let grouped = group(bytes, body: body, length: length) {
+                blocks.append(Block(position: element, size: body + length - element, track: grouped.track,
+                                    timecode: timecode + Int64(grouped.relative), keyframe: grouped.keyframe))
+            }
+            reader.position = body + length
+        }
+        return Cluster(position: start, timecode: timecode, end: end.flatMap { $0 <= bytes.count ? $0 : nil }, blocks: blocks)
+    }
+
+    /// The Clusters of `bytes` from the first one at or after `from`, each followed to the next
+    /// (searched for again where something else follows one).
+    static func clusters(in bytes: [UInt8], from: Int = 0) -> [Cluster] {
+        var found: [Cluster] = []
+        var p = max(0, from)
+        while p + 4 <= bytes.count {
+            guard let cluster = cluster(in: bytes, at: p, whole: false) else {
+                p += 1
+                continue
+            }
+            found.append(cluster)
+            guard let end = cluster.end, end > p else { break }
+            p = end
+        }
+        return found
+    }
+
+    /// The start of the last Cluster in `bytes` that is whole, searched backwards.
+    static func lastWholeCluster(in bytes: [UInt8]) -> Cluster? {
+        var p = bytes.count - 4
+        while p >= 0 {
+            if bytes[p] == idBytes[0], let cluster = cluster(in: bytes, at: p, whole: true), !cluster.blocks.isEmpty { return cluster }
+            p -= 1
+        }
+        return nil
+    }
+
+    /// A block's track number (a variable-length integer), relative timecode (signed 16 bits) and flags.
+    private static func blockHeader(_ bytes: [UInt8], at body: Int) -> (track: Int64, relative: Int16, flags: UInt8)? {
+        var reader = EBMLReader(bytes: bytes, position: body)
+        guard let track = reader.size() ?? nil, reader.position + 3 <= bytes.count else { return nil }
+        let p = reader.position
+        return (Int64(track), Int16(bitPattern: UInt16(bytes[p]) << 8 | UInt16(bytes[p + 1])), bytes[p + 2])
+    }
+
+    /// A BlockGroup's Block, a key frame when the group references no other block.
+    private static func group(_ bytes: [UInt8], body: Int, length: Int) -> (track: Int64, relative: Int16, keyframe: Bool)? {
+        var reader = EBMLReader(bytes: bytes, position: body)
+        var header: (track: Int64, relative: Int16, flags: UInt8)?
+        var references = false
+        while reader.position < body + length, let id = reader.id(), let size = reader.size(), let n = size {
+            if id == block { header = blockHeader(bytes, at: reader.position) }
+            if id == referenceBlock { references = true }
+            reader.position += n
+        }
+        return header.map { ($0.track, $0.relative, !references) }
+    }
+}

@@ -1,0 +1,184 @@
+import MediaSource
+import RangeFetch
+
+/// The key frames of a Matroska file without Cues (a recorder's WebM), found where they are
+/// instead of by reading every Cluster before them — libavformat's only way to seek in such a
+/// file, which made ten thumbnails of a 10-minute recording read 150 MB of its 160.
+///
+/// For each time: a read placed where the Clusters seen so far (and the file's two ends) put that
+/// time, ending a little after it; its Clusters (`MatroskaClusters`) are followed from the first
+/// one found. When they reach past the time, the last video key frame at or before it among them
+/// is the one (the bytes between are all read, so none is missed); when none is, the read grows
+/// backwards; when the time lies outside them, the next read is placed again with what they
+/// told. Each time takes a bounded number of reads; a time not found makes the whole answer nil
+/// (a partial index would make libavformat's seeks land on the wrong key frames).
+struct MatroskaKeyFrames {
+    let source: any MediaSource
+    let size: Int64
+    /// The Matroska track number of the video, and of every track (a block of another number is
+    /// taken as a false Cluster).
+    let track: Int64
+    let tracks: Set<Int64>
+    /// Where the first Cluster starts and its timecode; the timecode the last block reaches.
+    let first: (position: Int64, timecode: Int64)
+    let lastTimecode: Int64
+    /// The bytes a read takes, then sized to what finding a key frame took.
+    private(set) var window: Int64 = 512 << 10
+    private var sized = false
+    static let largestWindow: Int64 = 8 << 20, smallestWindow: Int64 = 256 << 10
+    static let readsPerTime = 8
+
+    /// A key frame: its block, the Cluster it is in (where a seek must land) and its timecode.
+    struct KeyFrame: Equatable {
+        let block: Range<Int64>
+        let cluster: Int64
+        let timecode: Int64
+    }
+
+    /// (position, timecode) of every Cluster seen, with the file's ends: where the next read goes.
+    private var points: [(position: Int64, timecode: Int64)] = []
+    /// Every video key frame seen, by block position.
+    private(set) var seen: [Int64: KeyFrame] = [:]
+
+    init(source: any MediaSource, size: Int64, track: Int64, tracks: Set<Int64>, first: (position: Int64, timecode: Int64),
+         lastTimecode: Int64) {
+        self.source = source
+        self.size = size
+        self.track = track
+        self.tracks = tracks
+        self.first = first
+        self.lastTimecode = lastTimecode
+        points = [first, (size, max(lastTimecode, first.timecode))]
+    }
+
+    /// The key frame at or before each timecode (the first one, for a timecode before it), or nil
+    /// when one of them could not be found.
+    ///
+    /// The first time is searched alone, and the read is then sized to what it took (a group of
+    /// pictures, with room); the first reads for the others go out together, in parallel.
+    mutating func keyFrames(at timecodes: [Int64], connections: Int, cancellation: Cancellation) throws -> [KeyFrame]? {
+        var found: [Int64: KeyFrame] = [:]
+        let wanted = Set(timecodes).sorted()
+        var waved: [Int64: Range<Int64>]?
+        for (i, timecode) in wanted.enumerated() {
+            if cancellation.isCancelled { throw MediaError.interrupted }
+            guard let key = try keyFrame(at: timecode, firstRead: waved?[timecode]) else { return nil }
+            found[timecode] = key
+            // Once a search has sized the reads, the others' first reads go out together (and are
+            // their first reads, though later searches place better: they are here).
+            if waved == nil, sized {
+                let reads = Dictionary(uniqueKeysWithValues: wanted[(i + 1)...].map { ($0, placed($0, after: nil)) })
+                waved = reads
+                var prefetcher = Prefetcher()
+                prefetcher.connections = connections
+                let wave = reads.values.sorted { $0.lowerBound < $1.lowerBound }.flatMap { source.missingRanges(in: $0) }
+                try prefetcher.fetch(PrefetchPlanner.merge(wave, gap: 0), source: source, cancellation: cancellation)
+            }
+        }
+        return timecodes.map { found[$0]! }
+    }
+
+    private mutating func keyFrame(at timecode: Int64, firstRead: Range<Int64>?) throws -> KeyFrame? {
+        var run = firstRead
+        for _ in 0..<MatroskaKeyFrames.readsPerTime {
+            let reading = run ?? placed(timecode, after: nil)
+            try source.prefetch(reading)
+            let bytes = try source.bytes(at: reading.lowerBound, count: Int(reading.count))
+            let clusters = MatroskaClusters.clusters(in: bytes).filter { $0.blocks.allSatisfy { tracks.contains($0.track) } }
+            note(clusters, at: reading.lowerBound)
+            let blocks = clusters.flatMap(\.blocks)
+            let reachesPast = blocks.contains { $0.timecode > timecode } || reading.upperBound >= size
+            let startsAtFirst = reading.lowerBound <= first.position
+            if let earliest = clusters.first?.timecode, earliest > timecode, !startsAtFirst {
+                run = nil // all after it: placed again, now bounded by what this read saw
+                continue
+            }
+            if clusters.isEmpty {
+                run = grown(reading) // a Cluster larger than the read
+                continue
+            }
+            if !reachesPast {
+                run = placed(timecode, after: reading)
+                continue
+            }
+            var keys: [KeyFrame] = []
+            for cluster in clusters {
+                for block in cluster.blocks where block.track == track && block.keyframe {
+                    let start = reading.lowerBound + Int64(block.position)
+                    let key = KeyFrame(block: start..<start + Int64(block.size), cluster: reading.lowerBound + Int64(cluster.position),
+                                       timecode: block.timecode)
+                    keys.append(key)
+                    seen[start] = key
+                }
+            }
+            if let key = keys.last(where: { $0.timecode <= timecode }) {
+                // The first search away from the start sizes the reads: from the key frame's Cluster
+                // to the first block past the time, and half again for where a guess falls.
+                if !sized, key.cluster > first.position, let past = blocks.first(where: { $0.timecode > timecode }) {
+                    sized = true
+                    let needed = reading.lowerBound + Int64(past.position) - key.cluster
+                    window = min(MatroskaKeyFrames.largestWindow, max(MatroskaKeyFrames.smallestWindow, needed * 3 / 2))
+                }
+                return key
+            }
+            if startsAtFirst { return keys.first } // before the first key frame: the first one
+            run = grown(reading)
+        }
+        return nil
+    }
+
+    /// A read ending a little after where the Clusters seen put `timecode`; past the end of
+    /// `previous`, a read that ended before it.
+    private func placed(_ timecode: Int64, after previous: Range<Int64>?) -> Range<Int64> {
+        let below = points.last { $0.timecode <= timecode } ?? points[0]
+        let above = points.first { $0.position > below.position && $0.timecode > timecode } ?? points[points.count - 1]
+        var guess = below.position
+        if above.timecode > below.timecode {
+            let share = Double(timecode - below.timecode) / Double(above.timecode - below.timecode)
+            guess += Int64(share * Double(above.position - below.position))
+        }
+        var end = min(size, max(guess + window / 6, first.position + window))
+        if let previous, end <= previous.upperBound { end = min(size, previous.upperBound + window * 5 / 6) }
+        return max(first.position, end - window)..<end
+    }
+
+    /// The read with `window` more before it.
+    private func grown(_ reading: Range<Int64>) -> Range<Int64> {
+        max(first.position, reading.lowerBound - window)..<reading.upperBound
+    }
+
+    private mutating func note(_ clusters: [MatroskaClusters.Cluster], at base: Int64) {
+        guard !clusters.isEmpty else { return }
+        points.append(contentsOf: clusters.map { (base + Int64($0.position), $0.timecode) })
+        points.sort { $0.position < $1.position }
+    }
+}
+
+extension MatroskaKeyFrames {
+    /// For a Matroska `context` without Cues: the key frames of `stream` at or before `times`
+    /// (seconds as the container counts) and every other one seen on the way, sorted, each also
+    /// given to libavformat's index so that a seek to its timestamp lands on its Cluster. Nil for
+    /// other files, or when a time could not be found within its reads.
+    static func index(_ context: FormatContext, stream: Int, source: any MediaSource, times: [Double], end: Double,
+                      connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
+        // libavformat numbers its streams as the TrackEntries come (it keeps no track numbers).
+        guard context.formatName.hasPrefix("matroska"), try MatroskaHead.hasCues(source) == false,
+              let (start, numbers) = try MatroskaHead.layout(source), numbers.count == context.streamCount,
+              numbers.indices.contains(stream), let size = try source.size() else { return nil }
+        try source.prefetch(start..<min(size, start + 64))
+        let head = try source.bytes(at: start, count: Int(min(64, size - start)))
+        guard let cluster = MatroskaClusters.cluster(in: head, at: 0, whole: false) else { return nil }
+        var finder = MatroskaKeyFrames(source: source, size: size, track: numbers[stream], tracks: Set(numbers),
+                                       first: (start, cluster.timecode), lastTimecode: context.timestamp(end, stream: stream))
+        guard try finder.keyFrames(at: times.map { context.timestamp($0, stream: stream) }, connections: connections,
+                                   cancellation: cancellation) != nil else {
+            return nil
+        }
+        return finder.seen.values.sorted { $0.timecode < $1.timecode }.map { key in
+            context.addKeyFrame(stream: stream, position: key.cluster, timestamp: key.timecode)
+            let time = context.seconds(key.timecode, stream: stream)
+            return IndexEntry(position: key.block.lowerBound, size: Int64(key.block.count), time: time, timestamp: key.timecode,
+                              decodeTime: time, isKeyframe: true)
+        }
+    }
+}
