@@ -24,6 +24,14 @@ public final class FormatContext {
         /// one stream and discard the others) streams are not each seeked to their own fragment:
         /// that read another moof per seek, the one the audio's seek landed on.
         case throughIndex(oneStream: Bool)
+        /// For thumbnails: as `throughIndex(oneStream: true)` given an index; without one (no
+        /// `sidx`, no `mfra`), as `first`, the key frames then found by `FragmentScan` and decoded
+        /// from their bytes (libavformat could reach them only by reading every `moof`).
+        /// `OpenedInput` decides which; a `FormatContext` never gets this one.
+        case keyFrames
+        /// Every one, each fetched ahead of libavformat in one small range (`MoofChain`), the
+        /// index left aside: for thumbnails the index could not place.
+        case everyChained
     }
 
     /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first

@@ -7,7 +7,7 @@ import RangeFetch
 /// in which `moof`; that `moof`'s track run says where its bytes are. Two parallel waves: the
 /// chosen `moof` boxes, then (by the caller) the key frames themselves.
 struct FragmentKeyFrames {
-    let timeline: FragmentTimeline
+    var timeline: FragmentTimeline
     let track: UInt32
     let source: any MediaSource
     /// The bytes fetched from a `moof` before its size is known (the caller's guess of a moof and
@@ -24,7 +24,7 @@ struct FragmentKeyFrames {
     /// For each time (seconds, as the container counts), the key frame at or before it (the first
     /// one before any), as an index entry with its byte range; `delay` (the stream's decode delay,
     /// in its time base) turns decode times into presentation times. Nil entries: the `moof` or
-    /// its run could not be read, and the caller seeks without knowing the bytes.
+    /// its run could not be read, or the sample listed is not a sync sample.
     func keyFrames(at times: [Double], delay: Int64, connections: Int, cancellation: Cancellation) throws -> [KeyFrame?] {
         guard let defaults = timeline.defaults[track], let points = timeline.randomAccess[track]?.sorted(by: { $0.time < $1.time }),
               !points.isEmpty, let size = try source.size() else { return times.map { _ in nil } }
@@ -41,7 +41,10 @@ struct FragmentKeyFrames {
         var reader = LocalBoxReader(source: source)
         var ranges: [FragmentTimeline.RandomAccessPoint: Range<Int64>?] = [:]
         return try chosen.map { point in
-            if ranges[point] == nil { ranges[point] = try sampleRange(point, defaults: defaults, size: size, reader: &reader) }
+            if ranges[point] == nil {
+                ranges[point] = try sampleRange(point, defaults: defaults, size: size, reader: &reader)
+                    .flatMap { try isSync(point, reader: &reader) ? $0 : nil }
+            }
             guard let range = ranges[point] ?? nil else { return nil }
             let (timestamp, overflow) = point.time.addingReportingOverflow(delay)
             guard !overflow else { return nil }
@@ -50,6 +53,15 @@ struct FragmentKeyFrames {
             let next = points.first { $0.moof > range.lowerBound }?.moof ?? size
             return KeyFrame(entry: entry, fragmentEnd: max(range.upperBound, next))
         }
+    }
+
+    /// Whether the run says the sample `point` names is a sync sample: an `mfra` from ffmpeg lists
+    /// every fragment's first sample, also where fragments are cut shorter than a group of pictures.
+    private func isSync(_ point: FragmentTimeline.RandomAccessPoint, reader: inout LocalBoxReader) throws -> Bool {
+        guard let moof = try StatedBox.readIfWellFormed(from: source, at: point.moof), let size = moof.size,
+              let samples = FragmentSamples(moof: point.moof + Int64(moof.headerSize)..<point.moof + size, track: track,
+                                            defaults: timeline.defaults, reader: &reader) else { return false }
+        return samples.syncs.contains { $0.trun == point.trun && $0.sample == point.sample }
     }
 
     /// The track ID of a `traf`'s `tfhd`.

@@ -61,8 +61,8 @@ struct FragmentTimeline: Sendable, Equatable {
 
     let tracks: [Track]
     let foundThrough: Index
-    /// By track ID, in file order; empty without an `mfra`.
-    let randomAccess: [UInt32: [RandomAccessPoint]]
+    /// By track ID, in file order; empty without an `mfra` (but for the points `FragmentScan` finds).
+    var randomAccess: [UInt32: [RandomAccessPoint]]
     /// The first fragment's runs list composition offsets (B-frames): libavformat, reading
     /// fragments as seeks reach them, then shifts presentation times from where it puts them after
     /// reading every fragment (two frames in a file from x264), so seeking jobs read them all.
@@ -330,16 +330,18 @@ struct FragmentTimeline: Sendable, Equatable {
 }
 
 /// What the moov says of each track that fragments rely on: its timescale and the default sample
-/// duration and size of its `trex`.
+/// duration, size and flags of its `trex`.
 struct TrackDefaults: Sendable, Equatable {
     var timescale: UInt32
     var sampleDuration: UInt32?
     var sampleSize: UInt32?
+    /// The `trex` sample flags: what a fragment that lists none says of its samples (sync or not).
+    var sampleFlags: UInt32?
 
     /// By track ID; tracks without a readable `tkhd` and `mdhd` are left out.
     static func read(moov: BoxHeader, reader: inout LocalBoxReader) -> [UInt32: TrackDefaults] {
         var tracks: [UInt32: TrackDefaults] = [:]
-        var durations: [UInt32: (duration: UInt32, size: UInt32)] = [:]
+        var durations: [UInt32: (duration: UInt32, size: UInt32, flags: UInt32?)] = [:]
         for (box, body) in reader.children(of: moov.offset + Int64(moov.headerSize)..<moov.end) {
             if box.type == "trak", let (id, timescale) = idAndTimescale(trak: body, reader: &reader) {
                 tracks[id] = TrackDefaults(timescale: timescale)
@@ -349,13 +351,14 @@ struct TrackDefaults: Sendable, Equatable {
                     var fields = FieldReader(bytes)
                     guard fields.skip(4), let id = fields.u32(), fields.skip(4), let duration = fields.u32(),
                           let size = fields.u32() else { continue }
-                    durations[id] = (duration, size)
+                    durations[id] = (duration, size, fields.u32())
                 }
             }
         }
         for (id, trex) in durations {
             tracks[id]?.sampleDuration = trex.duration
             tracks[id]?.sampleSize = trex.size
+            tracks[id]?.sampleFlags = trex.flags
         }
         return tracks
     }

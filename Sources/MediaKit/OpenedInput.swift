@@ -35,13 +35,27 @@ struct OpenedInput {
             throw MediaError.streamingManifest(input: source.input, kind: kind)
         }
         var timeline: FragmentTimeline?
+        var fragments = fragments
         if let layout, layout.manyFragments(fileSize: try source.size()) {
+            if fragments == .keyFrames {
+                let read = layout.hasSegmentIndex ? nil : try FragmentTimeline.read(layout: layout, source: source)
+                if let read, read.foundThrough == .tail, !read.reordered {
+                    timeline = read
+                    fragments = .first
+                } else {
+                    fragments = .throughIndex(oneStream: true)
+                }
+            }
             switch fragments {
-            case .every:
+            case .every, .keyFrames:
                 break
+            case .everyChained:
+                if let moof = layout.boxes.first(where: { $0.type == "moof" }) {
+                    try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof).prefetch(from: moof.offset)
+                }
             case .first:
                 // With a sidx libavformat stops at it and takes the duration from it: at the floor.
-                if !layout.hasSegmentIndex { timeline = try FragmentTimeline.read(layout: layout, source: source) }
+                if !layout.hasSegmentIndex && timeline == nil { timeline = try FragmentTimeline.read(layout: layout, source: source) }
             case .throughIndex:
                 // With a sidx it stops too, and its index then holds the first fragment only: the
                 // sidx (or the mfra) places the others. B-frames make it read them all (see
@@ -109,6 +123,16 @@ struct OpenedInput {
 }
 
 extension SourceCounters {
+    /// This and `other`, counted together.
+    func adding(_ other: SourceCounters) -> SourceCounters {
+        var c = self
+        c.requests += other.requests
+        c.connections += other.connections
+        c.bytesFetched += other.bytesFetched
+        c.bytesFromCache += other.bytesFromCache
+        return c
+    }
+
     /// What was counted after `earlier`.
     func since(_ earlier: SourceCounters) -> SourceCounters {
         var c = SourceCounters()

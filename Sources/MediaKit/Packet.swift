@@ -12,6 +12,19 @@ final class Packet {
         pointer = p
     }
 
+    /// A key frame of stream `stream` made from its bytes, at `timestamp` (its time base): for a
+    /// decoder fed without the demuxer. The corresponding FFmpeg function is `av_new_packet`.
+    convenience init(keyFrame bytes: [UInt8], stream: Int, timestamp: Int64) throws {
+        try self.init()
+        guard bytes.count < Int32.max - 64 else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_new_packet") }
+        try FFmpegError.check(ff.av_new_packet(pointer, Int32(bytes.count)), "av_new_packet")
+        if let data = pointer.pointee.data { bytes.withUnsafeBufferPointer { data.update(from: $0.baseAddress!, count: bytes.count) } }
+        pointer.pointee.stream_index = Int32(stream)
+        pointer.pointee.pts = timestamp
+        pointer.pointee.dts = timestamp
+        pointer.pointee.flags |= AV_PKT_FLAG_KEY
+    }
+
     deinit {
         var p: UnsafeMutablePointer<AVPacket>? = pointer
         ff.av_packet_free(&p)

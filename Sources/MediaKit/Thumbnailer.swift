@@ -57,18 +57,30 @@ public struct Thumbnailer: Sendable {
     private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters. A long fragmented
         // MP4 with an mfra: its first fragment, and the key frames from the mfra (FragmentKeyFrames).
+        // A fragmented MP4 without an index: the first fragment, and the key frames found by
+        // FragmentScan (decoded from their bytes); --accurate needs the frames after them too.
         let source = try session.open(input)
-        let opened: OpenedInput
+        var opened: OpenedInput
         do {
-            opened = try OpenedInput(source: source, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
+            opened = try OpenedInput(source: source, session: session, findStreamInfo: false,
+                                     fragments: options.accurate ? .throughIndex(oneStream: true) : .keyFrames)
         } catch MediaError.streamingManifest {
             return try makeStream(input, session: session, opened: source, progress: progress)
         }
         var sheets: SpriteSheets?
-        let pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
+        let pass: Pass
+        var cost = SourceCounters()
+        do {
+            pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
+        } catch is FragmentScan.Unplaced {
+            // Not found within its reads: libavformat reads every moof instead.
+            cost = opened.cost
+            opened = try OpenedInput(source: session.open(input), session: session, findStreamInfo: false, fragments: .everyChained)
+            pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
+        }
         try sheets?.finish()
         var set = ThumbnailSet(input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
-                               notes: pass.notes, floorBytes: pass.floor, fetch: opened.cost)
+                               notes: pass.notes, floorBytes: pass.floor, fetch: cost.adding(opened.cost))
         set.storyboards = options.storyboards
         return set
     }
@@ -95,7 +107,7 @@ public struct Thumbnailer: Sendable {
         // A fragment's moof is followed by its key frame: fetched together, sized as the first ones
         // are plus a quarter, the key frame usually needs no request of its own.
         let firstFragment = (opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0) + (entries.first { $0.isKeyframe }?.size ?? 0)
-        let fragments = context.fragmentTimeline.flatMap { timeline in
+        var fragments = context.fragmentTimeline.flatMap { timeline in
             context.containerID(stream: video).map {
                 FragmentKeyFrames(timeline: timeline, track: UInt32(bitPattern: $0), source: source,
                                   moofGuess: max(16 << 10, firstFragment + firstFragment / 4 + 64))
@@ -136,11 +148,31 @@ public struct Thumbnailer: Sendable {
             keyframes = found
             notes.append("\(context.formatName) has no Cues: each key frame was found by reading where the Clusters place its time")
         }
-        let inFragments = try fragments?.keyFrames(at: times.map { offset + max(0, $0) }, delay: context.decodeDelay(stream: video),
+        let delay = context.decodeDelay(stream: video)
+        var inFragments = try fragments?.keyFrames(at: times.map { offset + max(0, $0) }, delay: delay,
                                                    connections: connections, cancellation: session.cancellation)
+        // A fragmented file without an index (OpenedInput's `.keyFrames`), or whose index lists
+        // samples that are not sync samples: the sync samples found by FragmentScan (with the
+        // fragments the index places), decoded from their bytes — libavformat's seek would land on
+        // the last key frame it has read.
+        var fromBytes = false
+        if var scanned = fragments, let layout = opened.layout,
+           scanned.timeline.foundThrough == .tail || inFragments?.contains(where: { $0 == nil }) == true {
+            let known = scanned.timeline.randomAccess[scanned.track] ?? []
+            guard let points = try FragmentScan.randomAccess(at: times.map { offset + max(0, $0) }, delay: delay, track: scanned.track,
+                                                             timeline: scanned.timeline, layout: layout, known: known, source: source,
+                                                             connections: connections, cancellation: session.cancellation)
+            else { throw FragmentScan.Unplaced() }
+            scanned.timeline.randomAccess = [scanned.track: points]
+            fragments = scanned
+            fromBytes = true
+            inFragments = try scanned.keyFrames(at: times.map { offset + max(0, $0) }, delay: delay, connections: connections,
+                                                cancellation: session.cancellation)
+        }
         let chosen = inFragments?.map { $0?.entry }
             ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
         let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
+        if fromBytes, targets.contains(where: { $0.keyframe == nil }) { throw FragmentScan.Unplaced() }
         if keyframes.isEmpty, fragments == nil, given == nil { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
 
         // One wave: every range the decodes below will read, merged, fetched in parallel.
@@ -192,7 +224,8 @@ public struct Thumbnailer: Sendable {
             let exact = target.keyframe?.timestamp
             let decoded: (Frame, Double)?
             do {
-                decoded = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
+                decoded = try fromBytes ? target.keyframe.flatMap { try decodeBytes(of: $0, source: source, decoder: decoder, stream: video) }
+                    : decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
                                           timestamp: exact, until: options.accurate ? offset + target.time : nil)
                     ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
                                    until: nil, alone: false)
@@ -274,6 +307,26 @@ public struct Thumbnailer: Sendable {
                 break // drained below
             }
         }
+        _ = try decoder.decode(nil, keep)
+        decoder.flush()
+        return got.map { (result, $0) }
+    }
+
+    /// Decodes the key frame `entry` from its bytes, as one packet handed to the decoder without
+    /// the demuxer: for a fragment libavformat has not read (it could not seek there).
+    private func decodeBytes(of entry: IndexEntry, source: any MediaSource, decoder: Decoder, stream: Int) throws -> (Frame, Double)? {
+        let bytes = try source.bytes(at: entry.position, count: Int(entry.size))
+        guard bytes.count == entry.size else { return nil }
+        let packet = try Packet(keyFrame: bytes, stream: stream, timestamp: entry.timestamp)
+        decoder.flush()
+        let result = try Frame()
+        var got: Double?
+        func keep(_ frame: Frame) throws {
+            guard got == nil else { return }
+            try result.reference(frame)
+            got = frame.bestEffortTimestamp.map(decoder.seconds) ?? entry.time
+        }
+        _ = try decoder.decode(packet, keep)
         _ = try decoder.decode(nil, keep)
         decoder.flush()
         return got.map { (result, $0) }

@@ -102,6 +102,10 @@ final class FragmentedMP4Tests: CLITestCase {
                 XCTAssertLessThanOrEqual(log.count, 3 + 2 * 8, "\(log.map { $0.range ?? "-" })")
                 let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/" + name)[.size] as? Int)
                 XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, Int64(size / 4), "a quarter of the file at most")
+            } else {
+                // No index: the head, the tail with the last moof, then reads placed by time that
+                // find each key frame's moof (FragmentScan), in one wave — not a request per moof (80).
+                XCTAssertLessThanOrEqual(log.count, 3 + 8 + 4, "\(log.map { $0.range ?? "-" })")
             }
             let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
             let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
@@ -113,6 +117,43 @@ final class FragmentedMP4Tests: CLITestCase {
         XCTAssertEqual(manifests[0].last ?? 0, 35, accuracy: 1, "spread over the whole 40 s, not the first fragment")
         XCTAssertEqual(pictures[0].count, 8)
         XCTAssertTrue(pictures[0] == pictures[1], "the same pictures")
+    }
+
+    /// Fragments shorter than a group of pictures (cut every half second, a key frame every two),
+    /// without an index: a thumbnail's key frame is in a fragment before the one holding its time,
+    /// found by going back (`FragmentScan`) and decoded from its bytes — the same pictures and times
+    /// as the file with an `mfra`, through libavformat's seeks, in a few requests rather than one
+    /// per fragment (80).
+    func testFragmentsWithoutKeyFramesLeadBackToTheKeyFrameBeforeThem() throws {
+        let www = dir.file("www")
+        try encodeRecording(www + "/with-mfra.mp4", muxing: ["-g", "60", "-frag_duration", "500000",
+                                                              "-movflags", "empty_moov+default_base_moof"])
+        let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy", "-frag_duration", "500000",
+                                              "-movflags", "empty_moov+default_base_moof+skip_trailer", www + "/without-mfra.mp4"])
+        XCTAssertEqual(remux.status, 0, remux.stderr)
+        let nginx = try NginxServer(root: www)
+        var sets: [(times: [Double], pts: [Double], pictures: [Data])] = []
+        for name in ["with-mfra.mp4", "without-mfra.mp4"] {
+            nginx.clearLog()
+            let out = dir.file("t-" + name)
+            try mprobe(["thumbs", nginx.url("/" + name), "--count", "8", "--out", out, "--cache-dir", cacheDir])
+            if name == "without-mfra.mp4" { XCTAssertLessThan(try nginx.accessLog().count, 40) }
+            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+            let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
+            sets.append((thumbnails.compactMap { $0["time"] as? Double }, thumbnails.compactMap { $0["pts"] as? Double },
+                         try thumbnails.compactMap { $0["file"] as? String }.map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) }))
+        }
+        // The key frames at or before each time, from the start (before: with the mfra, the last
+        // key frame libavformat had read, 0 s for 5 s).
+        let start = try XCTUnwrap(try ffprobeValues(www + "/without-mfra.mp4", entries: "format=start_time").first)
+        let keys = try FFprobeOracle.run(["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+                                          www + "/without-mfra.mp4"]).stdoutString.split(separator: "\n")
+            .filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
+        let expected = sets[0].times.map { time in (keys.last { $0 <= start + time + 1e-6 } ?? 0) - start }
+        XCTAssertEqual(sets[0].times.count, 8)
+        for (got, want) in zip(sets[0].pts + sets[1].pts, expected + expected) { XCTAssertEqual(got, want, accuracy: 0.001) }
+        XCTAssertEqual(sets[1].pictures.count, 8)
+        XCTAssertTrue(sets[1].pictures == sets[0].pictures, "the same pictures")
     }
 
     func testAPrefetchOfALongFragmentedFileTakesTheFragmentsItsMfraPlacesAndPlaysOffline() throws {

@@ -37,7 +37,7 @@
     X(av_fourcc_make_string) X(av_frame_alloc) X(av_frame_free) X(av_frame_get_buffer) X(av_frame_ref) \
     X(av_frame_unref) X(av_free) X(av_freep) X(av_get_bits_per_sample) X(av_get_media_type_string) \
     X(av_get_pix_fmt_name) X(av_get_sample_fmt_name) X(av_guess_sample_aspect_ratio) \
-    X(av_image_fill_black) X(av_log_set_level) X(av_malloc) X(av_max_alloc) X(av_opt_get) \
+    X(av_image_fill_black) X(av_log_set_level) X(av_malloc) X(av_max_alloc) X(av_new_packet) X(av_opt_get) \
     X(av_opt_next) X(av_opt_set) X(av_packet_alloc) X(av_packet_free) X(av_packet_side_data_name) \
     X(av_packet_unref) X(av_pix_fmt_desc_get) X(av_read_frame) X(av_reduce) X(av_seek_frame) \
     X(av_spherical_projection_name) X(av_spherical_tile_bounds) X(av_stereo3d_type_name) \
