@@ -30,4 +30,18 @@ struct EBMLReader {
         position += count
         return value <= UInt64(Int64.max / 2) ? Int64(value) : nil
     }
+
+    /// The bodies of the elements `id` among the children in `within` (a master element's body),
+    /// each within `bytes`; the walk stops at an unknown size or one past the body.
+    static func bodies(of id: UInt32, in bytes: [UInt8], within: Range<Int>) -> [Range<Int>] {
+        var found: [Range<Int>] = []
+        var reader = EBMLReader(bytes: bytes, position: within.lowerBound)
+        let end = min(within.upperBound, bytes.count)
+        while reader.position < end, let child = reader.id(), let size = reader.size(), let length = size,
+              length <= end - reader.position {
+            if child == id { found.append(reader.position..<reader.position + length) }
+            reader.position += length
+        }
+        return found
+    }
 }

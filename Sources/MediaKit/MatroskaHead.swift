@@ -48,42 +48,20 @@ enum MatroskaHead {
 
     /// The TrackNumber of each TrackEntry of the Tracks whose body is `count` bytes at `start`.
     private static func numbers(in bytes: [UInt8], from start: Int, count: Int) -> [Int64] {
-        var numbers: [Int64] = []
-        var entries = EBMLReader(bytes: bytes, position: start)
-        while entries.position < start + count, let id = entries.id(), let entrySize = entries.size(), let length = entrySize {
-            let end = entries.position + length
-            if id == trackEntry {
-                var fields = EBMLReader(bytes: bytes, position: entries.position)
-                while fields.position < end, let field = fields.id(), let fieldSize = fields.size(), let n = fieldSize {
-                    if field == trackNumber, let number = fields.uint(n) {
-                        numbers.append(number)
-                        break
-                    }
-                    fields.position += n
-                }
+        EBMLReader.bodies(of: trackEntry, in: bytes, within: start..<start + count).compactMap { entry in
+            EBMLReader.bodies(of: trackNumber, in: bytes, within: entry).first.flatMap { number in
+                var reader = EBMLReader(bytes: bytes, position: number.lowerBound)
+                return reader.uint(number.count)
             }
-            entries.position = end
         }
-        return numbers
     }
 
     /// Whether the SeekHead whose body is `count` bytes at `start` has a Seek for `target`.
     private static func lists(_ target: UInt32, in bytes: [UInt8], from start: Int, count: Int) -> Bool {
-        var entries = EBMLReader(bytes: bytes, position: start)
-        while entries.position < start + count, let id = entries.id(), let entrySize = entries.size(), let length = entrySize {
-            let end = entries.position + length
-            if id == seek {
-                var fields = EBMLReader(bytes: bytes, position: entries.position)
-                while fields.position < end, let field = fields.id(), let fieldSize = fields.size(), let n = fieldSize {
-                    if field == seekID, n <= 4, fields.position + n <= bytes.count,
-                       bytes[fields.position..<fields.position + n].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == target {
-                        return true
-                    }
-                    fields.position += n
-                }
+        EBMLReader.bodies(of: seek, in: bytes, within: start..<start + count).contains { entry in
+            EBMLReader.bodies(of: seekID, in: bytes, within: entry).contains { id in
+                id.count <= 4 && bytes[id].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == target
             }
-            entries.position = end
         }
-        return false
     }
 }
