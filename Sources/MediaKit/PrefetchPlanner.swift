@@ -256,10 +256,12 @@ public struct PrefetchPlanner: Sendable {
                                     to: Double) throws -> PointWindow? {
         guard context.formatName.hasPrefix("matroska") || context.formatName == "mp3", let size = try source.size() else { return nil }
         do { try context.seek(seconds: context.startTime) } catch { return nil }
+        let cues = context.formatName.hasPrefix("matroska") ? try MatroskaHead.hasCues(source) : nil
+        // Cues place a window past their last point too: from there to the end of the file.
         guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
-              let last = points.last, last.time >= from else { return nil }
+              let last = points.last, last.time >= from || cues == true else { return nil }
         var placedBy = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
-        if context.formatName.hasPrefix("matroska"), try MatroskaHead.hasCues(source) == false {
+        if cues == false {
             // Without Cues the points are the key frames of the Clusters libavformat has read:
             // past the last one a window runs to the end of the file, right only for a window that
             // reaches it.
@@ -311,7 +313,7 @@ public struct PrefetchPlanner: Sendable {
                                         + "nothing tells which bytes hold \(start) s, so no window can be prefetched")
         }
         let matroska = context.formatName.hasPrefix("matroska")
-        if matroska && start > 0 {
+        if matroska, start > 0, try MatroskaHead.hasCues(source) == false {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) without Cues: a player seeks in it by "
                                         + "reading every Cluster before the time, so no window at \(start) s can be prefetched "
                                         + "(one from the start can: --start 0)")
@@ -325,7 +327,8 @@ public struct PrefetchPlanner: Sendable {
         let bytesPerSecond = Double(bitRate) / 8
         let lower = min(size, Int64(start * bytesPerSecond))
         let upper = min(size, lower + Int64(seconds * bytesPerSecond * PrefetchPlanner.estimateMargin))
-        let why = "\(context.formatName) has \(matroska ? "no Cues" : "no usable index here"): the byte window is estimated from the bit rate " +
+        let why = "\(context.formatName) has \(try MatroskaHead.hasCues(source) == false ? "no Cues" : "no usable index here"): "
+            + "the byte window is estimated from the bit rate " +
             "(\(bitRate / 1000) kb/s, +\(Int((PrefetchPlanner.estimateMargin - 1) * 100))%)"
         return (lower..<max(lower, upper), why)
     }

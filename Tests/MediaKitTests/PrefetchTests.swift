@@ -117,11 +117,26 @@ final class PrefetchTests: XCTestCase {
                                                         tracks: .some(indices: [7], kinds: [])))
     }
 
+    /// MPEG-TS has no index: the window is estimated from the bit rate, and the plan says so.
     func testContainerWithoutIndexGetsAnEstimatedWindowAndSaysSo() throws {
-        let session = try online()
-        let (plan, _, _) = try PrefetchPlanner().plan(nginx.url("/sample.webm"), session: session, start: 1, seconds: 1)
+        let media = try XCTUnwrap(Self.media)
+        let dir = try TempDirectory()
+        let ts = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-i", media.file("long.mp4"), "-c", "copy", "-f", "mpegts", dir.file("long.ts")])
+        XCTAssertEqual(ts.status, 0, ts.stderr)
+        let server = try NginxServer(root: dir.path)
+        let (plan, _, _) = try PrefetchPlanner().plan(server.url("/long.ts"), session: try online(), start: 10, seconds: 2)
         XCTAssertTrue(plan.estimated)
-        XCTAssertTrue(plan.note?.contains("estimated from the bit rate") == true, plan.note ?? "")
+        XCTAssertTrue(plan.note?.contains("mpegts has no usable index here: the byte window is estimated from the bit rate") == true,
+                      plan.note ?? "")
+    }
+
+    /// A WebM whose last Cue point comes before the window: the Cues place it from there to the
+    /// end of the file (before: estimated from the bit rate, as if it had no index).
+    func testCuesPlaceAWindowPastTheirLastPoint() throws {
+        let (plan, _, _) = try PrefetchPlanner().plan(nginx.url("/sample.webm"), session: try online(), start: 1, seconds: 1)
+        XCTAssertFalse(plan.estimated)
+        XCTAssertTrue(plan.note?.contains("the clusters its Cues place") == true, plan.note ?? "")
+        XCTAssertEqual(plan.sampleRanges.last?.upperBound, 81_685, "to the end of the file")
     }
 
     /// Every worker of a wave has its request out at once, whatever the number of CPUs: the server
