@@ -40,6 +40,8 @@ public final class CacheEntry: RangeStore {
         }
     }
     private let state: BlockingLock<State>
+    /// Held through a commit (`commit`).
+    private let commits = BlockingLock(())
 
     init(cache: ByteCache, key: String, url: String) throws {
         self.cache = cache
@@ -234,7 +236,15 @@ public final class CacheEntry: RangeStore {
     /// Makes the pending bytes durable and records them. The bytes stay readable throughout (as
     /// `committing`); a generation replaced meanwhile gets nothing recorded (the index checks it in
     /// the same transaction), and a failed commit leaves them pending for the next one.
+    ///
+    /// Commits follow one another: one that finds nothing pending still waits for a commit under
+    /// way, so that its caller may count on every byte stored before the call (a job that ends the
+    /// process next).
     public func commit() throws {
+        try commits.withLock { _ in try commitPending() }
+    }
+
+    private func commitPending() throws {
         let batch = state.withLock { s -> (file: DataFile, generation: StoreGeneration, ranges: ByteRangeSet)? in
             guard !s.pending.isEmpty, let file = s.file else { return nil }
             defer {

@@ -9,9 +9,10 @@ import RangeFetch
 /// time, ending a little after it; its Clusters (`MatroskaClusters`) are followed from the first
 /// one found. When they reach past the time, the last video key frame at or before it among them
 /// is the one (the bytes between are all read, so none is missed); when none is, the read grows
-/// backwards; when the time lies outside them, the next read is placed again with what they
-/// told. Each time takes a bounded number of reads; a time not found makes the whole answer nil
-/// (a partial index would make libavformat's seeks land on the wrong key frames).
+/// backwards; when the time lies outside them, the read grows towards it, or is placed again with
+/// what they told when the time is far. Cluster times that go back end the search. Each time takes
+/// a bounded number of reads; a time not found makes the whole answer nil (a partial index would
+/// make libavformat's seeks land on the wrong key frames).
 struct MatroskaKeyFrames {
     let source: any MediaSource
     let size: Int64
@@ -39,6 +40,8 @@ struct MatroskaKeyFrames {
     private var points: [(position: Int64, timecode: Int64)] = []
     /// Every video key frame seen, by block position.
     private(set) var seen: [Int64: KeyFrame] = [:]
+    /// The stretches read whole so far: a later time they cover needs no read.
+    private var covered: [Run] = []
 
     init(source: any MediaSource, size: Int64, track: Int64, tracks: Set<Int64>, first: (position: Int64, timecode: Int64),
          lastTimecode: Int64) {
@@ -79,52 +82,78 @@ struct MatroskaKeyFrames {
     }
 
     private mutating func keyFrame(at timecode: Int64, firstRead: Range<Int64>?) throws -> KeyFrame? {
-        var run = firstRead
+        if let known = covered.lazy.compactMap({ $0.answer(timecode) }).first { return known }
+        var run = firstRead ?? placed(timecode, after: nil)
         for _ in 0..<MatroskaKeyFrames.readsPerTime {
-            let reading = run ?? placed(timecode, after: nil)
-            try source.prefetch(reading)
-            let bytes = try source.bytes(at: reading.lowerBound, count: Int(reading.count))
+            try source.prefetch(run)
+            let bytes = try source.bytes(at: run.lowerBound, count: Int(run.count))
             let clusters = MatroskaClusters.clusters(in: bytes).filter { $0.blocks.allSatisfy { tracks.contains($0.track) } }
-            note(clusters, at: reading.lowerBound)
+            // Cluster times that go back make the bytes between them say nothing: libavformat's way.
+            guard zip(clusters, clusters.dropFirst()).allSatisfy({ $0.timecode <= $1.timecode }) else { return nil }
+            note(clusters, at: run.lowerBound)
+            let startsAtFirst = run.lowerBound <= first.position
+            guard let earliest = clusters.first else {
+                run = earlier(run) // a Cluster larger than the read
+                continue
+            }
+            if earliest.timecode > timecode, !startsAtFirst {
+                // All after the time: the bytes before, or a new read when the time is far from here.
+                let again = placed(timecode, after: nil)
+                run = again.upperBound < run.lowerBound - window ? again : earlier(run)
+                continue
+            }
             let blocks = clusters.flatMap(\.blocks)
-            let reachesPast = blocks.contains { $0.timecode > timecode } || reading.upperBound >= size
-            let startsAtFirst = reading.lowerBound <= first.position
-            if let earliest = clusters.first?.timecode, earliest > timecode, !startsAtFirst {
-                run = nil // all after it: placed again, now bounded by what this read saw
-                continue
-            }
-            if clusters.isEmpty {
-                run = grown(reading) // a Cluster larger than the read
-                continue
-            }
-            if !reachesPast {
-                run = placed(timecode, after: reading)
+            if !blocks.contains(where: { $0.timecode > timecode }) && run.upperBound < size {
+                // All before the time: the bytes after, or a new read when the time is far from here.
+                let again = placed(timecode, after: run)
+                run = again.lowerBound > run.upperBound + window ? again : later(run)
                 continue
             }
             var keys: [KeyFrame] = []
             for cluster in clusters {
                 for block in cluster.blocks where block.track == track && block.keyframe {
-                    let start = reading.lowerBound + Int64(block.position)
-                    let key = KeyFrame(block: start..<start + Int64(block.size), cluster: reading.lowerBound + Int64(cluster.position),
+                    let start = run.lowerBound + Int64(block.position)
+                    let key = KeyFrame(block: start..<start + Int64(block.size), cluster: run.lowerBound + Int64(cluster.position),
                                        timecode: block.timecode)
                     keys.append(key)
                     seen[start] = key
                 }
             }
+            covered.append(Run(from: startsAtFirst ? Int64.min : earliest.timecode, to: blocks.map(\.timecode).max() ?? earliest.timecode,
+                               keys: keys))
             if let key = keys.last(where: { $0.timecode <= timecode }) {
                 // The first search away from the start sizes the reads: from the key frame's Cluster
                 // to the first block past the time, and half again for where a guess falls.
                 if !sized, key.cluster > first.position, let past = blocks.first(where: { $0.timecode > timecode }) {
                     sized = true
-                    let needed = reading.lowerBound + Int64(past.position) - key.cluster
+                    let needed = run.lowerBound + Int64(past.position) - key.cluster
                     window = min(MatroskaKeyFrames.largestWindow, max(MatroskaKeyFrames.smallestWindow, needed * 3 / 2))
                 }
                 return key
             }
-            if startsAtFirst { return keys.first } // before the first key frame: the first one
-            run = grown(reading)
+            if startsAtFirst {
+                // Before the first key frame (video that starts after the audio): the first one.
+                if let key = keys.first { return key }
+                run = later(run)
+                continue
+            }
+            run = earlier(run)
         }
         return nil
+    }
+
+    /// A contiguous stretch read whole: its key frames are all those between its first Cluster's
+    /// time (from the file's start, for a stretch that starts there) and its last block's.
+    private struct Run {
+        let from: Int64
+        let to: Int64
+        let keys: [KeyFrame]
+
+        /// The key frame at or before `timecode`, when this stretch alone says which it is.
+        func answer(_ timecode: Int64) -> KeyFrame? {
+            guard from <= timecode, timecode < to else { return nil }
+            return keys.last { $0.timecode <= timecode } ?? (from == Int64.min ? keys.first : nil)
+        }
     }
 
     /// A read ending a little after where the Clusters seen put `timecode`; past the end of
@@ -143,8 +172,13 @@ struct MatroskaKeyFrames {
     }
 
     /// The read with `window` more before it.
-    private func grown(_ reading: Range<Int64>) -> Range<Int64> {
+    private func earlier(_ reading: Range<Int64>) -> Range<Int64> {
         max(first.position, reading.lowerBound - window)..<reading.upperBound
+    }
+
+    /// The read with `window` more after it.
+    private func later(_ reading: Range<Int64>) -> Range<Int64> {
+        reading.lowerBound..<min(size, reading.upperBound + window)
     }
 
     private mutating func note(_ clusters: [MatroskaClusters.Cluster], at base: Int64) {

@@ -67,6 +67,9 @@ public struct PrefetchJob: Sendable {
                 throw SourceError.notKept(input: source.input, reason:
                     "bytes \(gap.lowerBound)-\(gap.upperBound - 1) are still missing after the prefetch")
             }
+            // Bytes a readahead transfer still running stored (the plan found them here) are
+            // recorded only when it ends; the process may end first.
+            try source.makeDurable()
         }
         if source.versionChanged { throw SourceError.versionChanged(input: source.input) }
         return PrefetchResult(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),

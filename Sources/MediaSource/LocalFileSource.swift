@@ -43,6 +43,7 @@ public final class LocalFileSource: MediaSource {
     }
 
     public func limitReadahead(to end: Int64?) {}
+    public func makeDurable() throws {}
 
     /// Nothing in the file is missing; what lies past its end is (a cut file's index points there).
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {

@@ -16,6 +16,10 @@ public protocol MediaSource: AnyObject, Sendable {
     /// Tells the source that bytes at or past `end` will not be read (nil: unknown), so that
     /// readahead does not fetch beyond what the job needs.
     func limitReadahead(to end: Int64?)
+    /// Makes the bytes stored so far outlive the process: a transfer still running (readahead)
+    /// records its bytes only when it ends, and a process that exits first loses them. A job that
+    /// promises bytes for later (a prefetch) calls this before it reports.
+    func makeDurable() throws
     /// What reading has cost so far.
     var counters: SourceCounters { get }
     /// The resource changed after bytes of its earlier version were read through this source:

@@ -85,6 +85,8 @@ public final class RemoteSource: MediaSource {
         state.withLock { $0.readaheadLimit = end }
     }
 
+    public func makeDurable() throws { try resource.store.commit() }
+
     /// The size if the origin (or the cache) has said it already; never fetches.
     public var knownSize: Int64? { resource.size }
 

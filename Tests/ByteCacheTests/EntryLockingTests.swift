@@ -44,4 +44,24 @@ final class EntryLockingTests: XCTestCase {
         XCTAssertEqual(try cache.presentRanges(for: "http://o.test/a").ranges, [0..<(1 << 20) + 65_536])
         XCTAssertEqual(entry.committedRanges.ranges, [0..<(1 << 20) + 65_536])
     }
+
+    /// A commit that finds nothing pending while another is under way waits for it: its caller
+    /// (a prefetch about to end the process) counts on every byte stored before the call being
+    /// recorded. Before, it returned at once, and a process that then exited lost the bytes of the
+    /// commit under way (a prefetch said a window was cached; `check --offline` found 2 MB missing).
+    func testACommitWaitsForTheCommitUnderWay() throws {
+        let dir = try TempDirectory()
+        let path = dir.file("cache")
+        let cache = try ByteCache(directory: path)
+        let entry = try cache.entry(for: "http://o.test/a")
+        try write(entry, [UInt8](repeating: 7, count: 65_536), at: 0)
+
+        let holder = try WriteLockHolder(database: path + "/index.sqlite", seconds: 1, scratch: dir)
+        defer { holder.wait() }
+        Thread { try? entry.commit() }.start()
+        usleep(200_000) // that commit has taken the pending bytes and waits for SQLite's write lock
+        try entry.commit()
+        XCTAssertEqual(try ByteCache(directory: path).presentRanges(for: "http://o.test/a").ranges, [0..<65_536],
+                       "recorded when the second commit returned")
+    }
 }

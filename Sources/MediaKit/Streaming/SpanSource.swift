@@ -106,6 +106,10 @@ final class SpanSource: MediaSource {
     /// Each part's own readahead already stops at its end.
     func limitReadahead(to end: Int64?) {}
 
+    func makeDurable() throws {
+        for part in parts { try part.source.makeDurable() }
+    }
+
     var counters: SourceCounters {
         var seen: [ObjectIdentifier] = []
         return parts.reduce(into: SourceCounters()) { sum, part in

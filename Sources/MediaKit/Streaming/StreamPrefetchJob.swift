@@ -86,6 +86,7 @@ public struct StreamPrefetchJob: Sendable {
                 let range = try SpanSource.bytes(of: source, range: part.range)
                 if !source.isLocal(range) { throw SourceError.notKept(input: part.uri, reason: "bytes are still missing after the prefetch") }
                 try StreamPlaylists.checkIsMedia(source, range: part.range)
+                try source.makeDurable()
             }
             playlists.add(sources.map(\.1))
         }
