@@ -88,8 +88,9 @@ struct MatroskaKeyFrames {
             try source.prefetch(run)
             let bytes = try source.bytes(at: run.lowerBound, count: Int(run.count))
             let clusters = MatroskaClusters.clusters(in: bytes).filter { $0.blocks.allSatisfy { tracks.contains($0.track) } }
-            // Cluster times that go back make the bytes between them say nothing: libavformat's way.
-            guard zip(clusters, clusters.dropFirst()).allSatisfy({ $0.timecode <= $1.timecode }) else { return nil }
+            // Cluster times that go back, here or against the Clusters seen before and after,
+            // make the bytes between them say nothing: libavformat's way.
+            guard consistent(clusters, at: run.lowerBound) else { return nil }
             note(clusters, at: run.lowerBound)
             let startsAtFirst = run.lowerBound <= first.position
             guard let earliest = clusters.first else {
@@ -179,6 +180,15 @@ struct MatroskaKeyFrames {
     /// The read with `window` more after it.
     private func later(_ reading: Range<Int64>) -> Range<Int64> {
         reading.lowerBound..<min(size, reading.upperBound + window)
+    }
+
+    /// The Clusters' times do not go back, among themselves nor against those seen before.
+    private func consistent(_ clusters: [MatroskaClusters.Cluster], at base: Int64) -> Bool {
+        guard let head = clusters.first, let tail = clusters.last else { return true }
+        let before = points.last { $0.position < base + Int64(head.position) }
+        let after = points.first { $0.position > base + Int64(tail.position) }
+        return zip(clusters, clusters.dropFirst()).allSatisfy { $0.timecode <= $1.timecode }
+            && before.map { $0.timecode <= head.timecode } ?? true && after.map { $0.timecode >= tail.timecode } ?? true
     }
 
     private mutating func note(_ clusters: [MatroskaClusters.Cluster], at base: Int64) {

@@ -267,7 +267,7 @@ public struct PrefetchPlanner: Sendable {
             // reaches it.
             let duration = try context.durationSeconds ?? MatroskaTail.duration(of: context, source: source)
             if last.time < to, duration.map({ to < context.startTime + $0 }) ?? true { return nil }
-            placedBy = "the clusters read place (no Cues)"
+            placedBy = "the clusters whose key frames libavformat has read (no Cues) place"
         }
         return window(points.map { (time: $0.time, position: $0.position) }, from: from, to: to, size: size,
                       startTime: context.startTime, placedBy: placedBy).map { ($0.range, $0.stop, context.formatName + ": " + $0.why, $0.first, $0.last) }

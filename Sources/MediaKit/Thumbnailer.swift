@@ -173,7 +173,12 @@ public struct Thumbnailer: Sendable {
             ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
         let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
         if fromBytes, targets.contains(where: { $0.keyframe == nil }) { throw FragmentScan.Unplaced() }
-        if keyframes.isEmpty, fragments == nil, given == nil { notes.append("\(context.formatName) has no index here: frames are found by seeking") }
+        // (Cues, or an MP3's table of contents, place libavformat's seeks: an index all the same.)
+        let seeksByIndex = context.formatName.hasPrefix("matroska") ? try MatroskaHead.hasCues(source) == true
+            : !context.positionedPoints(stream: video).isEmpty
+        if keyframes.isEmpty, fragments == nil, given == nil, !seeksByIndex {
+            notes.append("\(context.formatName) has no index here: frames are found by seeking")
+        }
 
         // One wave: every range the decodes below will read, merged, fetched in parallel.
         var needed = ByteRangeSet()
@@ -283,7 +288,13 @@ public struct Thumbnailer: Sendable {
     /// landing on the previous key frame through rounding.
     private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
                              until: Double?, alone: Bool = true) throws -> (Frame, Double)? {
-        try context.seek(stream: stream, timestamp: timestamp ?? context.timestamp(seekTo, stream: stream))
+        let target = timestamp ?? context.timestamp(seekTo, stream: stream)
+        do {
+            try context.seek(stream: stream, timestamp: target)
+        } catch is FFmpegError {
+            // No key frame at or before it (video that starts after the audio): the first one after.
+            try context.seek(stream: stream, timestamp: target, backward: false)
+        }
         decoder.flush()
         let packet = try Packet()
         let result = try Frame()

@@ -79,11 +79,21 @@ struct Arguments {
     /// A number in 0...`maximum` (the default allows any time in seconds up to ~30 years).
     func double(_ name: String, maximum: Double = 1e9) throws -> Double? {
         guard let v = values[name] else { return nil }
-        guard let d = Double(v), d >= 0, d <= maximum else {
+        guard let d = parseDecimal(v), d >= 0, d <= maximum else {
             throw UsageError("--\(name) needs a number from 0 to \(Int(maximum)), got '\(v)'")
         }
         return d
     }
+}
+
+/// A plain decimal number (`12`, `0.5`, `.5`): not the hexadecimal, exponents, `inf` or `nan`
+/// that `Double(_:)` also takes (`--at 0x10` was 16 s).
+func parseDecimal(_ text: String) -> Double? {
+    let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+    guard !text.isEmpty, text != ".", parts.count <= 2, parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
+        return nil
+    }
+    return Double(text)
 }
 
 /// Parses sizes like `500M`, `10G`, `1048576`, `2GiB`.

@@ -63,6 +63,80 @@ final class StreamWrittenMediaTests: CLITestCase {
         XCTAssertLessThan(sent, Int64(size / 3), "before: the whole file (every Cluster up to 250 s, and readahead)")
     }
 
+    /// A recording's key frames at or before each time, from ffprobe, as the manifest counts (from
+    /// the container's start).
+    private func expectedKeyFrames(_ path: String, times: [Double]) throws -> [Double] {
+        let start = try runProcess("ffprobe", ["-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0", path])
+        let origin = Double(start.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let packets = try runProcess("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags",
+                                                 "-of", "csv=p=0", path])
+        let keys = packets.stdoutString.split(separator: "\n").filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
+        return times.map { time in (keys.filter { $0 <= origin + time + 1e-6 }.max() ?? keys.min() ?? -1) - origin }
+    }
+
+    private func thumbnails(_ input: String, _ options: [String]) throws -> (times: [Double], pts: [Double], stderr: String) {
+        let out = dir.file("t\(UUID().uuidString)")
+        let made = try mprobe(["thumbs", input, "--out", out, "--cache-dir", cacheDir] + options)
+        let manifest = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any])
+        let list = manifest["thumbnails"] as? [[String: Any]] ?? []
+        return (list.compactMap { $0["time"] as? Double }, list.compactMap { $0["pts"] as? Double }, made.stderr)
+    }
+
+    /// Found by attacking the Cluster search: Clusters longer than a read (3 s at 2 Mb/s), with
+    /// times between one Cluster's last block and the next one's start, made it give up and read
+    /// the whole file; video starting 60 s after the audio made it, then libavformat's seek, fail
+    /// (exit 5); a Cluster whose Timecode goes back made it answer a key frame 10 s early. Now the
+    /// search grows its read towards the time, video that starts late gives its first key frame,
+    /// and times that go back leave the search to libavformat.
+    func testTheClusterSearchHoldsOnLongClustersLateVideoAndTimesThatGoBack() throws {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let long = try runProcess("/bin/sh", ["-c", "ffmpeg -v error -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi "
+            + "-i sine=frequency=440:sample_rate=48000 -t 40 -c:v libx264 -preset ultrafast -b:v 2M -g 150 -sc_threshold 0 -c:a aac "
+            + "-cluster_time_limit 3000 -cluster_size_limit 10000000 -f matroska - > '\(www)/long.mkv'"])
+        XCTAssertEqual(long.status, 0, long.stderr)
+        let late = try runProcess("/bin/sh", ["-c", "ffmpeg -v error -f lavfi -i sine=frequency=440:sample_rate=48000:duration=90 "
+            + "-itsoffset 60 -f lavfi -i testsrc2=size=320x180:rate=30:duration=30 -map 1:v -map 0:a -c:v libx264 -preset ultrafast "
+            + "-g 60 -c:a aac -f matroska - > '\(www)/late.mkv'"])
+        XCTAssertEqual(late.status, 0, late.stderr)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: www + "/long.mkv")))
+        try zeroTimecode(ofCluster: 10, in: &bytes) // 25 s, which holds the key frame of 25.021 s
+        try Data(bytes).write(to: URL(fileURLWithPath: www + "/back.mkv"))
+        let nginx = try NginxServer(root: www)
+
+        let every = try thumbnails(nginx.url("/long.mkv"), ["--at", "9.995,19.995,32.995"]) // between two Clusters
+        XCTAssertEqual(every.pts, try expectedKeyFrames(www + "/long.mkv", times: every.times))
+        XCTAssertTrue(every.stderr.contains("no Cues: each key frame was found"), every.stderr)
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: www + "/long.mkv")[.size] as? Int)
+        XCTAssertLessThan(try nginx.accessLog().reduce(Int64(0)) { $0 + $1.bodyBytesSent }, Int64(size) * 4 / 5)
+
+        let fromLate = try thumbnails(nginx.url("/late.mkv"), ["--at", "0,75"])
+        XCTAssertEqual(fromLate.pts, try expectedKeyFrames(www + "/late.mkv", times: [0, 75]), "the first key frame, at 60 s, for 0 s")
+
+        let back = try thumbnails(nginx.url("/back.mkv"), ["--at", "12,29.5"])
+        XCTAssertEqual(back.pts, try expectedKeyFrames(www + "/back.mkv", times: [12, 29.5]))
+    }
+
+    /// Sets the Timecode of the `n`-th Cluster (from 0) to zero, in place.
+    private func zeroTimecode(ofCluster n: Int, in bytes: inout [UInt8]) throws {
+        var seen = -1
+        var p = 0
+        while p + 16 < bytes.count {
+            defer { p += 1 }
+            guard bytes[p] == 0x1F, bytes[p + 1] == 0x43, bytes[p + 2] == 0xB6, bytes[p + 3] == 0x75 else { continue }
+            var q = p + 4 + (bytes[p + 4].leadingZeroBitCount + 1) // past the ID and the size
+            if bytes[q] == 0xBF { q += 6 } // a CRC-32 first
+            guard bytes[q] == 0xE7 else { continue }
+            seen += 1
+            guard seen == n else { continue }
+            let width = Int(bytes[q + 1] & 0x7F)
+            for i in 0..<width { bytes[q + 2 + i] = 0 }
+            return
+        }
+        XCTFail("no Cluster \(n)")
+    }
+
     /// From the start a window can be prefetched: estimated from the bit rate over the last
     /// Cluster's duration, and said to be. Before, the key frames libavformat indexed while
     /// reading the first Clusters placed it, running to the end of the file: a 10 s window of a

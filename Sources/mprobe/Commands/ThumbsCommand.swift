@@ -102,7 +102,7 @@ enum ThumbsCommand: OptionCommand {
         request.every = try args.double("every")
         request.count = try args.integer("count")
         if let text = args.value("at") {
-            let times = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            let times = text.split(separator: ",").map { parseDecimal($0.trimmingCharacters(in: .whitespaces)) }
             guard !times.isEmpty, times.allSatisfy({ $0 != nil }) else {
                 throw UsageError("--at needs seconds separated by commas, e.g. 0,30,60.5; got '\(text)'")
             }
