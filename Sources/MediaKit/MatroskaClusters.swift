@@ -87,14 +87,36 @@ enum MatroskaClusters {
         return found
     }
 
-    /// The start of the last Cluster in `bytes` that is whole, searched backwards.
+    /// The last Cluster of `bytes`, the tail of a file: whole, and followed only by elements of the
+    /// Segment that lead exactly to the end (Cluster-like bytes inside an attachment do not).
     static func lastWholeCluster(in bytes: [UInt8]) -> Cluster? {
         var p = bytes.count - 4
         while p >= 0 {
-            if bytes[p] == idBytes[0], let cluster = cluster(in: bytes, at: p, whole: true), !cluster.blocks.isEmpty { return cluster }
+            if bytes[p] == idBytes[0], let cluster = cluster(in: bytes, at: p, whole: true), !cluster.blocks.isEmpty,
+               endsTheFile(bytes, from: cluster.end) {
+                return cluster
+            }
             p -= 1
         }
         return nil
+    }
+
+    /// Top-level elements a Segment holds after its Clusters.
+    private static let segmentChildren: Set<UInt32> = [clusterID, 0x1C53_BB6B, 0x1254_C367, 0x1941_A469, 0x1043_A770, void,
+                                                       0x114D_9B74, 0x1549_A966, 0x1654_AE6B]
+
+    /// Whether the elements from `start` (nil: a Cluster of unknown size, running to the end) are
+    /// Segment elements that end exactly where `bytes` does — or a Cluster the end cuts short (a
+    /// truncated download), or of unknown size.
+    private static func endsTheFile(_ bytes: [UInt8], from start: Int?) -> Bool {
+        guard var position = start else { return true }
+        while position < bytes.count {
+            var reader = EBMLReader(bytes: bytes, position: position)
+            guard let id = reader.id(), segmentChildren.contains(id), let stated = reader.size() else { return false }
+            guard let size = stated, size <= bytes.count - reader.position else { return id == clusterID }
+            position = reader.position + size
+        }
+        return position == bytes.count
     }
 
     /// A block's track number (a variable-length integer), relative timecode (signed 16 bits) and flags.

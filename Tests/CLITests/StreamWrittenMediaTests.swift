@@ -155,6 +155,29 @@ final class StreamWrittenMediaTests: CLITestCase {
         try mprobe(["check", input, "--offline", "--start", "0", "--seconds", "10", "--cache-dir", cacheDir])
     }
 
+    /// Cluster-looking bytes inside an attachment after the last Cluster are not the last Cluster:
+    /// what follows a Cluster taken for the last must be the Segment's own elements, to the end
+    /// (before: an attached file holding a Cluster ID with Timecode 3,000,000 made the duration 50 min).
+    func testClusterBytesInsideAnAttachmentDoNotMakeTheDuration() throws {
+        let input = try recorded()
+        let packets = try runProcess("ffprobe", ["-v", "error", "-show_entries", "packet=pts_time", "-of", "csv=p=0", input])
+        let last = try XCTUnwrap(packets.stdoutString.split(separator: "\n").compactMap { Double($0) }.max())
+        func element(_ id: [UInt8], _ body: [UInt8]) -> [UInt8] {
+            precondition(body.count < 0x3FFF)
+            return id + [0x40 | UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
+        }
+        let block = element([0xA3], [0x81, 0x00, 0x00, 0x80] + [UInt8](repeating: 0, count: 26))
+        let fake = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], [0x00, 0x2D, 0xC6, 0xC0]) + block) // Timecode 3,000,000
+        let file = element([0x46, 0x6E], Array("b.bin".utf8)) + element([0x46, 0x60], Array("application/octet-stream".utf8))
+            + element([0x46, 0x5C], fake) + element([0x46, 0xAE], [0, 0, 0, 0, 0, 0, 0x04, 0xD3])
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: input))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(element([0x19, 0x41, 0xA4, 0x69], element([0x61, 0xA7], file))))
+        try handle.close()
+        let probe = try json(try mprobe([input, "--json", "--cache-dir", cacheDir]))
+        XCTAssertEqual(probe["duration"] as? Double ?? 0, last, accuracy: 0.001)
+    }
+
     func testJobsThatNeedADurationSayItIsMissingWhenNoClusterIsFound() throws {
         // 17 MiB of padding after the media: the last Cluster is past the bounded tail read.
         let input = try recorded()
