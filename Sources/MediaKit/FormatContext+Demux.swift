@@ -14,10 +14,10 @@ extension FormatContext {
         throw failure(rc, "av_read_frame")
     }
 
-    /// Seeks stream `index` to the key frame at or before `timestamp` (in the stream's time base),
-    /// or, not `backward`, at or after it. The corresponding FFmpeg function is `av_seek_frame`.
-    func seek(stream index: Int, timestamp: Int64, backward: Bool = true) throws {
-        let rc = ff.av_seek_frame(pointer, Int32(clamping: index), timestamp, backward ? AVSEEK_FLAG_BACKWARD : 0)
+    /// Seeks stream `index` to the key frame at or before `timestamp` (in the stream's time base).
+    /// The corresponding FFmpeg function is `av_seek_frame`.
+    func seek(stream index: Int, timestamp: Int64) throws {
+        let rc = ff.av_seek_frame(pointer, Int32(clamping: index), timestamp, AVSEEK_FLAG_BACKWARD)
         if rc < 0 { throw failure(rc, "av_seek_frame") }
     }
 

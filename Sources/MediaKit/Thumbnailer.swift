@@ -288,13 +288,7 @@ public struct Thumbnailer: Sendable {
     /// landing on the previous key frame through rounding.
     private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
                              until: Double?, alone: Bool = true) throws -> (Frame, Double)? {
-        let target = timestamp ?? context.timestamp(seekTo, stream: stream)
-        do {
-            try context.seek(stream: stream, timestamp: target)
-        } catch is FFmpegError {
-            // No key frame at or before it (video that starts after the audio): the first one after.
-            try context.seek(stream: stream, timestamp: target, backward: false)
-        }
+        try context.seek(stream: stream, timestamp: timestamp ?? context.timestamp(seekTo, stream: stream))
         decoder.flush()
         let packet = try Packet()
         let result = try Frame()
