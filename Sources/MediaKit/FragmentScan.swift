@@ -45,6 +45,9 @@ struct FragmentScan {
         return Array(Set(points)).sorted { $0.time < $1.time }
     }
 
+    /// The fragments read so far, in the order found.
+    private var seen: [Found] = []
+
     /// (offset, decode time of the track's first sample) of every `moof` seen, with the file's ends.
     private var points: [(position: Int64, time: Int64)]
 
@@ -81,14 +84,19 @@ struct FragmentScan {
         var read: Range<Int64>? = firstRead
         var time = wanted
         var reader = LocalBoxReader(source: source)
+        // Reads back grow twice as long each time: a fragment far larger than the first one is
+        // crossed in a few requests.
+        var back = window
         for _ in 0..<FragmentScan.readsPerTime {
             let range = read ?? placed(time)
-            try source.prefetch(range)
-            let fragments = try moofs(in: range, reader: &reader)
+            // A fragment read before that holds the time (with its sync sample) needs no read.
+            let fragments = try seen.last(where: { $0.samples.start <= time && time < $0.samples.end }).map { [$0] }
+                ?? moofs(in: range, reader: &reader)
             points.append(contentsOf: fragments.map { ($0.offset, $0.samples.start) })
             points.sort { $0.position < $1.position }
             guard let earliest = fragments.first?.offset else {
-                read = max(points[0].position, range.lowerBound - window)..<range.upperBound // no moof starts here: more before
+                read = max(points[0].position, range.lowerBound - back)..<range.upperBound // no moof starts here: more before
+                back *= 2
                 continue
             }
             if let holding = fragments.last(where: { $0.samples.start <= time }) {
@@ -101,16 +109,18 @@ struct FragmentScan {
                     // pictures): the last one of the fragments before.
                     guard holding.offset > points[0].position else { return nil }
                     time = holding.samples.start - 1
-                    read = max(points[0].position, holding.offset - window)..<holding.offset
+                    read = max(points[0].position, holding.offset - back)..<holding.offset
+                    back *= 2
                     continue
                 }
                 // The time is further on: the next fragment, exactly where its `mdat` says.
                 guard let next = holding.next else { return nil }
-                read = next..<min(size, next + window / 8)
+                read = next..<min(size, next + window / 4)
             } else {
                 // Every fragment here starts after the time: the one before the earliest ends where it starts.
                 guard earliest > points[0].position else { return nil }
-                read = max(points[0].position, earliest - window)..<earliest
+                read = max(points[0].position, earliest - back)..<earliest
+                back *= 2
             }
         }
         return nil
@@ -136,8 +146,10 @@ struct FragmentScan {
         let next: Int64?
     }
 
-    /// The `moof` boxes whole in `range`, in order, that have a run of the track.
-    private func moofs(in range: Range<Int64>, reader: inout LocalBoxReader) throws -> [Found] {
+    /// The `moof` boxes whole in `range`, in order, that have a run of the track and are followed
+    /// by an `mdat` (a copy of a moof inside media data is not).
+    private mutating func moofs(in range: Range<Int64>, reader: inout LocalBoxReader) throws -> [Found] {
+        try source.prefetch(range)
         let bytes = try source.bytes(at: range.lowerBound, count: Int(range.count))
         let moof = Array("moof".utf8), mfhd = Array("mfhd".utf8)
         var found: [Found] = []
@@ -155,18 +167,22 @@ struct FragmentScan {
                 p += 1
                 continue
             }
-            found.append(Found(offset: offset, samples: samples, next: try following(offset + boxSize)))
+            guard let data = try mediaData(at: offset + boxSize) else {
+                p += 1
+                continue
+            }
+            found.append(Found(offset: offset, samples: samples, next: data.upperBound < size ? data.upperBound : nil))
             p += Int(boxSize)
         }
+        for fragment in found where !seen.contains(where: { $0.offset == fragment.offset }) { seen.append(fragment) }
         return found
     }
 
-    /// Where the box after the one at `offset` (the `mdat`) ends, when its header is here.
-    private func following(_ offset: Int64) throws -> Int64? {
-        guard offset + 16 <= size, source.isLocal(offset..<offset + 16),
-              let box = try StatedBox.readIfWellFormed(from: source, at: offset), let boxSize = box.size,
-              boxSize <= size - offset, offset + boxSize < size else { return nil }
-        return offset + boxSize
+    /// The `mdat` at `offset`, when its header is here; it may run to the end of the file.
+    private func mediaData(at offset: Int64) throws -> Range<Int64>? {
+        guard offset + 8 <= size, source.isLocal(offset..<min(size, offset + 16)),
+              let box = try StatedBox.readIfWellFormed(from: source, at: offset), box.type == "mdat" else { return nil }
+        return offset..<min(size, offset + (box.size ?? size - offset))
     }
 }
 
@@ -227,8 +243,9 @@ struct FragmentSamples {
                     if flags & 0x200 != 0 { guard fields.skip(4) else { return nil } }
                     if flags & 0x400 != 0 { sampleFlags = fields.u32() }
                     if flags & 0x800 != 0 { guard fields.skip(4) else { return nil } }
-                    // Bit 16, sample_is_non_sync_sample; no flags at all: every sample is one.
-                    if (sampleFlags ?? 0) & 0x1_0000 == 0 { syncs.append((time, trun, sample)) }
+                    // Neither sample_is_non_sync_sample (bit 16) nor "depends on others" (bits 24-25
+                    // = 1), as libavformat reads them; no flags at all: every sample is one.
+                    if (sampleFlags ?? 0) & 0x0101_0000 == 0 { syncs.append((time, trun, sample)) }
                     guard let duration else { return nil }
                     time += Int64(duration)
                 }

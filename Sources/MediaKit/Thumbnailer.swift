@@ -73,8 +73,10 @@ public struct Thumbnailer: Sendable {
         do {
             pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
         } catch is FragmentScan.Unplaced {
-            // Not found within its reads: libavformat reads every moof instead.
+            // Not found within its reads, or a key frame that does not decode alone: libavformat
+            // reads every moof instead (and tries the frames after it), the sheets start over.
             cost = opened.cost
+            sheets = nil
             opened = try OpenedInput(source: session.open(input), session: session, findStreamInfo: false, fragments: .everyChained)
             pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
         }
@@ -133,6 +135,13 @@ public struct Thumbnailer: Sendable {
         let stopsShort = opened.layout?.movieExtends == true && fragments == nil
             && entries.last.map { last in duration.map { last.time < offset + $0 - 2 } ?? false } == true
         var keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
+        // A file cut short (a recording whose upload stopped) lists key frames it no longer holds:
+        // the last whole one stands for the times after it.
+        if let size = try source.size(), let cut = keyframes.first(where: { $0.byteRange.upperBound > size }) {
+            keyframes.removeAll { $0.byteRange.upperBound > size }
+            notes.append(String(format: "the file ends inside the key frame of %.3f s: the last whole one stands for later times",
+                                cut.time - offset))
+        }
         // For each requested time: the key frame at or before it (clamped to the last one).
         let times = given ?? options.requestedTimes(duration: duration ?? 0)
         if given == nil, let note = options.limitNote(duration: duration ?? 0) { notes.append(note) }
@@ -207,6 +216,7 @@ public struct Thumbnailer: Sendable {
             sheets = SpriteSheets(layout: layout, count: total ?? targets.count, quality: options.quality,
                                   uniform: options.storyboards != [.vtt])
         }
+        func startsTheFile(_ key: IndexEntry?, time: Double) -> Bool { key.map { $0 == keyframes.first } ?? (time < 1) }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
         // A sheet needs the picture of a repeated key frame again: the last one is kept (times
@@ -234,11 +244,15 @@ public struct Thumbnailer: Sendable {
                                           timestamp: exact, until: options.accurate ? offset + target.time : nil)
                     ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
                                    until: nil, alone: false)
-                    ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset, until: nil, alone: false)
+                    ?? (startsTheFile(target.keyframe, time: target.time) ? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset,
+                                                                      until: nil, alone: false) : nil)
             } catch {
                 throw opened.explain(error, track: video, seconds: target.time)
             }
+            if fromBytes, decoded == nil { throw FragmentScan.Unplaced() }
             guard let (frame, pts) = decoded else {
+                // (From the start only for the first key frame, whose picture an edit list may
+                // discard: elsewhere that gave the first frame for a later time.)
                 throw MediaError.malformed(input: source.input, detail: String(format: "no picture decoded at %.3f s", seekTime))
             }
             var (image, shown) = (try picture(frame, context: context, stream: video, scaler: scaler), pts)

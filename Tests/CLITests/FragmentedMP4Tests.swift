@@ -156,6 +156,33 @@ final class FragmentedMP4Tests: CLITestCase {
         XCTAssertTrue(sets[1].pictures == sets[0].pictures, "the same pictures")
     }
 
+    /// A recording cut short (an upload that stopped) inside a key frame: the times after it take
+    /// the last whole key frame, said in a note. Before, they took the file's first frame (the
+    /// last fallback decoded from the start), exit 0.
+    func testACutRecordingGivesItsLastWholeKeyFrameNotTheFirstFrame() throws {
+        let (www, names) = try makeFragmentedFiles()
+        // Cut 100 bytes into the media data of the last fragment before 60 %: into its key frame.
+        let whole = [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/" + names[1])))
+        let moof = Array("moof".utf8)
+        let at = try XCTUnwrap((8..<whole.count * 6 / 10).last { whole[$0..<$0 + 4].elementsEqual(moof) }) - 4
+        let moofSize = whole[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+        try Data(whole.prefix(at + moofSize + 8 + 100)).write(to: URL(fileURLWithPath: www + "/cut.mp4"))
+        let nginx = try NginxServer(root: www)
+        let out = dir.file("cut")
+        let duration = try XCTUnwrap(try json(try mprobe([nginx.url("/cut.mp4"), "--json", "--cache-dir", cacheDir]))["duration"] as? Double)
+        let times = stride(from: 1.0, to: duration, by: 1).map { $0 } + [duration - 0.05]
+        let made = try mprobe(["thumbs", nginx.url("/cut.mp4"), "--at", times.map { String(format: "%.2f", $0) }.joined(separator: ","),
+                               "--out", out, "--cache-dir", cacheDir])
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
+        XCTAssertGreaterThan(thumbnails.count, 15)
+        for thumbnail in thumbnails {
+            let time = thumbnail["time"] as? Double ?? -1, pts = thumbnail["pts"] as? Double ?? -1
+            // A key frame every half second: the one shown is at most a second before the time.
+            XCTAssertTrue(pts <= time + 0.001 && pts >= time - 1.5, "\(time) s shows \(pts) s: \(made.stderr)")
+        }
+    }
+
     func testAPrefetchOfALongFragmentedFileTakesTheFragmentsItsMfraPlacesAndPlaysOffline() throws {
         let (www, names) = try makeFragmentedFiles()
         let nginx = try NginxServer(root: www)
