@@ -183,6 +183,38 @@ final class FragmentedMP4Tests: CLITestCase {
         }
     }
 
+    /// Sample flags that say "depends on others" without the non-sync bit: not a sync sample, as
+    /// libavformat reads them (before, a P frame was decoded alone: a grey picture, exit 0).
+    func testASampleThatDependsOnOthersIsNoKeyFrame() throws {
+        let (www, names) = try makeFragmentedFiles()
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/" + names[1])))
+        let tfhd = Array("tfhd".utf8)
+        var patched = 0
+        for p in 4..<bytes.count - 32 where bytes[p..<p + 4].elementsEqual(tfhd) {
+            let flags = Int(bytes[p + 5]) << 16 | Int(bytes[p + 6]) << 8 | Int(bytes[p + 7])
+            guard flags & 0x20 != 0 else { continue }
+            // After the track ID: base data offset, description index, duration and size, as flagged.
+            var q = p + 8 + 4
+            for (bit, width) in [(0x01, 8), (0x02, 4), (0x08, 4), (0x10, 4)] where flags & bit != 0 { q += width }
+            guard bytes[q..<q + 4].elementsEqual([0x01, 0x01, 0x00, 0x00]) else { continue }
+            bytes[q + 1] = 0 // depends on others, the non-sync bit cleared
+            patched += 1
+        }
+        XCTAssertGreaterThan(patched, 10, "ffmpeg's fragments state their default sample flags")
+        try Data(bytes).write(to: URL(fileURLWithPath: www + "/depends.mp4"))
+        let nginx = try NginxServer(root: www)
+        let out = dir.file("depends")
+        try mprobe(["thumbs", nginx.url("/depends.mp4"), "--at", "5.3,12.2,31.4", "--out", out, "--cache-dir", cacheDir])
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let pts = (manifest?["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
+        let keys = try FFprobeOracle.run(["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+                                          www + "/depends.mp4"]).stdoutString.split(separator: "\n")
+            .filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
+        let expected = [5.3, 12.2, 31.4].map { time in keys.filter { $0 <= time }.max() ?? -1 }
+        XCTAssertEqual(pts.count, 3)
+        for (got, want) in zip(pts, expected) { XCTAssertEqual(got, want, accuracy: 0.001) }
+    }
+
     func testAPrefetchOfALongFragmentedFileTakesTheFragmentsItsMfraPlacesAndPlaysOffline() throws {
         let (www, names) = try makeFragmentedFiles()
         let nginx = try NginxServer(root: www)
