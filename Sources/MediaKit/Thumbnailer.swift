@@ -216,7 +216,8 @@ public struct Thumbnailer: Sendable {
             sheets = SpriteSheets(layout: layout, count: total ?? targets.count, quality: options.quality,
                                   uniform: options.storyboards != [.vtt])
         }
-        func startsTheFile(_ key: IndexEntry?, time: Double) -> Bool { key.map { $0 == keyframes.first } ?? (time < 1) }
+        // A stream's segment starts with a key frame: from its start is where its times come from.
+        func startsTheFile(_ key: IndexEntry?, time: Double) -> Bool { given != nil || (key.map { $0 == keyframes.first } ?? (time < 1)) }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
         // A sheet needs the picture of a repeated key frame again: the last one is kept (times
@@ -252,7 +253,7 @@ public struct Thumbnailer: Sendable {
             if fromBytes, decoded == nil { throw FragmentScan.Unplaced() }
             guard let (frame, pts) = decoded else {
                 // (From the start only for the first key frame, whose picture an edit list may
-                // discard: elsewhere that gave the first frame for a later time.)
+                // discard, or a segment: elsewhere that gave the first frame for a later time.)
                 throw MediaError.malformed(input: source.input, detail: String(format: "no picture decoded at %.3f s", seekTime))
             }
             var (image, shown) = (try picture(frame, context: context, stream: video, scaler: scaler), pts)
