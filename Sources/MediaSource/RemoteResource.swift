@@ -134,7 +134,6 @@ final class RemoteResource: @unchecked Sendable {
             finish(fetch, .failed(error is CancellationError ? FetchError.cancelled(url: shown) : error))
             return
         }
-        defer { claim.release() } // after the commit below, so a waiting process finds the bytes
         let range = claim.range
         var counters = FetchCounters()
         var stored: Int64 = 0 // counted live, for progress
@@ -173,6 +172,11 @@ final class RemoteResource: @unchecked Sendable {
             try? store.commit() // what arrived before the failure is good
             outcome = .failed(error)
         }
+        // After the commit, so a waiting process finds the bytes; before the readers hear the
+        // outcome, so a reader that goes on to fetch what follows does not find this claim still
+        // held, take it for another process's, wait, and then fetch nothing (a flaky test's one
+        // request where two were due).
+        claim.release()
         tally.finished(counters, alreadyCounted: stored, responses: responses)
         finish(fetch, outcome)
     }
