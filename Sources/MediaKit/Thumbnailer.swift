@@ -106,13 +106,14 @@ public struct Thumbnailer: Sendable {
         }
         var notes: [String] = []
         let entries = context.indexEntries(stream: video)
-        // A fragment's moof is followed by its key frame: fetched together, sized as the first ones
-        // are plus a quarter, the key frame usually needs no request of its own.
-        let firstFragment = (opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0) + (entries.first { $0.isKeyframe }?.size ?? 0)
+        // Each key frame's moof first (twice the first one's size: they are alike), then, knowing
+        // where it is, the key frame itself in the wave below: the bytes the pictures need, one
+        // round trip more. (Fetching a guess of both at once moved 1.9 times as much.)
+        let firstMoof = opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0
         var fragments = context.fragmentTimeline.flatMap { timeline in
             context.containerID(stream: video).map {
                 FragmentKeyFrames(timeline: timeline, track: UInt32(bitPattern: $0), source: source,
-                                  moofGuess: max(16 << 10, firstFragment + firstFragment / 4 + 64))
+                                  moofGuess: max(4 << 10, 2 * firstMoof + 16))
             }
         }
         // (A stream's segment with an index needs neither: its times are given, the playlist says its duration.)
@@ -147,6 +148,12 @@ public struct Thumbnailer: Sendable {
         if given == nil, let note = options.limitNote(duration: duration ?? 0) { notes.append(note) }
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
+        }
+        // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head.
+        if keyframes.isEmpty, fragments == nil,
+           let found = try MatroskaKeyFrames.fromCues(context, stream: video, source: source, times: times.map { offset + max(0, $0) },
+                                                      connections: connections, cancellation: session.cancellation) {
+            keyframes = found
         }
         // A Matroska file without Cues: libavformat would read every Cluster up to each time; the
         // key frames are found where they are instead, and given to its index.
@@ -238,6 +245,9 @@ public struct Thumbnailer: Sendable {
             }
             let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
             let exact = target.keyframe?.timestamp
+            // Alone, a key frame whose bytes are known needs nothing after them: no readahead past.
+            source.limitReadahead(to: options.accurate ? nil : target.keyframe?.byteRange.upperBound)
+            defer { source.limitReadahead(to: nil) }
             let decoded: (Frame, Double)?
             do {
                 decoded = try fromBytes ? target.keyframe.flatMap { try decodeBytes(of: $0, source: source, decoder: decoder, stream: video) }

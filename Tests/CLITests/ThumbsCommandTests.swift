@@ -222,4 +222,24 @@ final class ThumbsCommandTests: CLITestCase {
         let r = try mprobe(["thumbs", stsz, "--at", "2", "--out", dir.file("o"), "--no-cache"], expect: 5)
         XCTAssertTrue(r.stderr.contains("cannot seek track 0 to 2.000 s: the stsz box of track 0 claims 1000000 samples"), r.stderr)
     }
+
+    /// A Matroska file with Cues: each thumbnail's key frame is read from its Cluster's head, the
+    /// readahead held to the key frame's end (before: libavformat's seek read a 256 KiB window from
+    /// each Cluster, 2.96 MB for ten thumbnails of a 10-minute file instead of 1.04).
+    func testThumbnailsOfMatroskaWithCuesReadTheKeyFramesNotReadaheadWindows() throws {
+        let www = dir.file("www")
+        try encodeRecording(www + "/cues.mkv", muxing: ["-b:v", "1M", "-g", "60", "-f", "matroska"])
+        let nginx = try NginxServer(root: www)
+        let out = dir.file("t")
+        try mprobe(["thumbs", nginx.url("/cues.mkv"), "--at", "5,15,25,35", "--out", out, "--cache-dir", cacheDir])
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let pts = (manifest?["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
+        let keys = try runProcess("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+                                              www + "/cues.mkv"]).stdoutString.split(separator: "\n")
+            .filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
+        XCTAssertEqual(pts, [5.0, 15.0, 25.0, 35.0].map { time in keys.filter { $0 <= time }.max() ?? -1 })
+        // The header, the Cues and four key frames with the Cluster heads before them.
+        let sent = try nginx.accessLog().reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThan(sent, 4 * (256 << 10), "not a readahead window per thumbnail")
+    }
 }
