@@ -16,6 +16,7 @@ final class Packet {
     /// decoder fed without the demuxer. The corresponding FFmpeg function is `av_new_packet`.
     convenience init(keyFrame bytes: [UInt8], stream: Int, timestamp: Int64) throws {
         try self.init()
+        guard !bytes.isEmpty else { throw FFmpegError(code: mp_averror_invaliddata(), function: "av_new_packet") }
         guard bytes.count < Int32.max - 64 else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_new_packet") }
         try FFmpegError.check(ff.av_new_packet(pointer, Int32(bytes.count)), "av_new_packet")
         if let data = pointer.pointee.data { bytes.withUnsafeBufferPointer { data.update(from: $0.baseAddress!, count: bytes.count) } }
