@@ -9,11 +9,11 @@ extension MatroskaKeyFrames {
     /// (a key frame larger than its read is read on). libavformat alone reads a readahead window from each Cluster (2.96 MB for ten
     /// thumbnails where the key frames are 0.8). Nil for other files, or a Cue point whose Cluster
     /// has no video key frame at its time.
-    static func fromCues(_ context: FormatContext, stream: Int, source: any MediaSource, times: [Double], connections: Int,
-                         cancellation: Cancellation) throws -> [IndexEntry]? {
-        guard context.formatName.hasPrefix("matroska"), try MatroskaHead.hasCues(source) == true,
-              let (_, numbers) = try MatroskaHead.layout(source), numbers.count == context.streamCount,
-              numbers.indices.contains(stream), let size = try source.size() else { return nil }
+    static func fromCues(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double],
+                         connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
+        guard let head, head.cues == true, head.firstCluster != nil, head.tracks.count == context.streamCount,
+              head.tracks.indices.contains(stream), let size = try source.size() else { return nil }
+        let numbers = head.tracks
         // libavformat reads the Cues on its first seek; one that fails is said by the seeks after.
         do { try context.seek(seconds: context.startTime) } catch { return nil }
         let points = context.positionedPoints(stream: stream)
@@ -24,17 +24,17 @@ extension MatroskaKeyFrames {
             if !chosen.contains(where: { $0.position == point.position }) { chosen.append(point) }
         }
         // The first one alone, from a small read on; the others' heads then sized by it, together.
-        var head: Int64 = 32 << 10
+        var first: Int64 = 32 << 10
         var found: [IndexEntry] = []
         for (i, point) in chosen.sorted(by: { $0.time < $1.time }).enumerated() {
             if i == 1 {
-                head = max(16 << 10, (found.first?.size ?? head) * 3 / 2)
+                first = max(16 << 10, (found.first?.size ?? first) * 3 / 2)
                 var prefetcher = Prefetcher()
                 prefetcher.connections = connections
-                try prefetcher.fetch(chosen.flatMap { source.missingRanges(in: $0.position..<min(size, $0.position + head)) },
+                try prefetcher.fetch(chosen.flatMap { source.missingRanges(in: $0.position..<min(size, $0.position + first)) },
                                      source: source, cancellation: cancellation)
             }
-            var read = head
+            var read = first
             while true {
                 if cancellation.isCancelled { throw MediaError.interrupted }
                 let range = point.position..<min(size, point.position + read)

@@ -1,49 +1,57 @@
 import MediaSource
 
-/// Whether a Matroska file has Cues, and where its first Cluster starts, from the head libavformat
-/// has already read: its SeekHead names the Cues, or they sit among the Segment's first elements.
-/// libavformat says no such thing, and its index cannot tell: without Cues it holds the key frames
-/// of the Clusters it has read, which look like Cues that stop early.
-enum MatroskaHead {
+/// Whether a Matroska file has Cues, where its first Cluster starts and its track numbers, from
+/// the head libavformat has already read (no request): its SeekHead names the Cues, or they sit
+/// among the Segment's first elements. libavformat says no such thing, and its index cannot tell:
+/// without Cues it holds the key frames of the Clusters it has read, which look like Cues that
+/// stop early. Read once per job and handed to those that need it.
+struct MatroskaHead {
     private static let ebml: UInt32 = 0x1A45_DFA3, segment: UInt32 = 0x1853_8067, seekHead: UInt32 = 0x114D_9B74
-    private static let seek: UInt32 = 0x4DBB, seekID: UInt32 = 0x53AB, cues: UInt32 = 0x1C53_BB6B, cluster: UInt32 = 0x1F43_B675
+    private static let seek: UInt32 = 0x4DBB, seekID: UInt32 = 0x53AB, cuesID: UInt32 = 0x1C53_BB6B, cluster: UInt32 = 0x1F43_B675
     private static let tracksID: UInt32 = 0x1654_AE6B, trackEntry: UInt32 = 0xAE, trackNumber: UInt32 = 0xD7
     /// The head searched: the Segment's elements before its first Cluster are kilobytes.
     static let searched = 256 << 10
 
     /// True when the file has Cues, false when its head holds none up to the first Cluster, nil
-    /// when the local head ends before either, or is not Matroska enough to tell.
-    static func hasCues(_ source: any MediaSource) throws -> Bool? { try walk(source).cues }
+    /// when the local head ends before either.
+    let cues: Bool?
+    /// Where the first Cluster starts, when the local head reaches it.
+    let firstCluster: Int64?
+    /// The TrackNumber of each TrackEntry, in order (as libavformat numbers its streams).
+    let tracks: [Int64]
 
-    /// Where the first Cluster starts and the track numbers of the TrackEntries in order (as
-    /// libavformat numbers its streams), when the local head reaches the first Cluster.
-    static func layout(_ source: any MediaSource) throws -> (firstCluster: Int64, tracks: [Int64])? {
-        let walked = try walk(source)
-        return walked.firstCluster.map { ($0, walked.tracks) }
-    }
-
-    /// The Segment's elements in the local head, up to its first Cluster.
-    private static func walk(_ source: any MediaSource) throws -> (cues: Bool?, firstCluster: Int64?, tracks: [Int64]) {
-        guard let size = try source.size() else { return (nil, nil, []) }
-        let head = 0..<min(size, Int64(searched))
+    /// The Segment's elements in the local head, up to its first Cluster; nil for a `context` of
+    /// another format, or a head that does not start like Matroska.
+    init?(_ context: FormatContext, source: any MediaSource) throws {
+        guard context.formatName.hasPrefix("matroska"), let size = try source.size() else { return nil }
+        let head = 0..<min(size, Int64(MatroskaHead.searched))
         let count = Int(source.missingRanges(in: head).first?.lowerBound ?? head.upperBound) // what is local of it
         var reader = EBMLReader(bytes: try source.bytes(at: 0, count: count), position: 0)
-        guard reader.id() == ebml, let headerSize = reader.size() ?? nil else { return (nil, nil, []) }
+        guard reader.id() == MatroskaHead.ebml, let headerSize = reader.size() ?? nil else { return nil }
         reader.position += headerSize
-        guard reader.id() == segment, reader.size() != nil else { return (nil, nil, []) }
+        guard reader.id() == MatroskaHead.segment, reader.size() != nil else { return nil }
         var cues: Bool?
         var tracks: [Int64] = []
+        var firstCluster: Int64?
         while true {
             let start = reader.position
             guard let id = reader.id(), let elementSize = reader.size() else { break }
-            if id == cluster { return (cues ?? false, Int64(start), tracks) }
-            if id == MatroskaHead.cues { cues = true }
+            if id == MatroskaHead.cluster {
+                firstCluster = Int64(start)
+                cues = cues ?? false
+                break
+            }
+            if id == MatroskaHead.cuesID { cues = true }
             guard let length = elementSize, length <= reader.bytes.count - reader.position else { break }
-            if id == seekHead, lists(MatroskaHead.cues, in: reader.bytes, from: reader.position, count: length) { cues = true }
-            if id == tracksID { tracks = numbers(in: reader.bytes, from: reader.position, count: length) }
+            if id == MatroskaHead.seekHead, MatroskaHead.lists(MatroskaHead.cuesID, in: reader.bytes, from: reader.position, count: length) {
+                cues = true
+            }
+            if id == MatroskaHead.tracksID { tracks = MatroskaHead.numbers(in: reader.bytes, from: reader.position, count: length) }
             reader.position += length
         }
-        return (cues, nil, tracks)
+        self.cues = cues
+        self.firstCluster = firstCluster
+        self.tracks = tracks
     }
 
     /// The TrackNumber of each TrackEntry of the Tracks whose body is `count` bytes at `start`.

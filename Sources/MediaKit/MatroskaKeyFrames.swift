@@ -203,15 +203,15 @@ extension MatroskaKeyFrames {
     /// (seconds as the container counts) and every other one seen on the way, sorted, each also
     /// given to libavformat's index so that a seek to its timestamp lands on its Cluster. Nil for
     /// other files, or when a time could not be found within its reads.
-    static func index(_ context: FormatContext, stream: Int, source: any MediaSource, times: [Double], end: Double,
+    static func index(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double], end: Double,
                       connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
         // libavformat numbers its streams as the TrackEntries come (it keeps no track numbers).
-        guard context.formatName.hasPrefix("matroska"), try MatroskaHead.hasCues(source) == false,
-              let (start, numbers) = try MatroskaHead.layout(source), numbers.count == context.streamCount,
-              numbers.indices.contains(stream), let size = try source.size() else { return nil }
+        guard let head, head.cues == false, let start = head.firstCluster, head.tracks.count == context.streamCount,
+              head.tracks.indices.contains(stream), let size = try source.size() else { return nil }
+        let numbers = head.tracks
         try source.prefetch(start..<min(size, start + 64))
-        let head = try source.bytes(at: start, count: Int(min(64, size - start)))
-        guard let cluster = MatroskaClusters.cluster(in: head, at: 0, whole: false) else { return nil }
+        let opening = try source.bytes(at: start, count: Int(min(64, size - start)))
+        guard let cluster = MatroskaClusters.cluster(in: opening, at: 0, whole: false) else { return nil }
         var finder = MatroskaKeyFrames(source: source, size: size, track: numbers[stream], tracks: Set(numbers),
                                        first: (start, cluster.timecode), lastTimecode: context.timestamp(end, stream: stream))
         guard try finder.keyFrames(at: times.map { context.timestamp($0, stream: stream) }, connections: connections,

@@ -256,7 +256,7 @@ public struct PrefetchPlanner: Sendable {
                                     to: Double) throws -> PointWindow? {
         guard context.formatName.hasPrefix("matroska") || context.formatName == "mp3", let size = try source.size() else { return nil }
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        let cues = context.formatName.hasPrefix("matroska") ? try MatroskaHead.hasCues(source) : nil
+        let cues = try MatroskaHead(context, source: source)?.cues
         // Cues place a window past their last point too: from there to the end of the file.
         guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
               let last = points.last, last.time >= from || cues == true else { return nil }
@@ -312,13 +312,13 @@ public struct PrefetchPlanner: Sendable {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no known size here: "
                                         + "nothing tells which bytes hold \(start) s, so no window can be prefetched")
         }
-        let matroska = context.formatName.hasPrefix("matroska")
-        if matroska, start > 0, try MatroskaHead.hasCues(source) == false {
+        let noCues = try MatroskaHead(context, source: source)?.cues == false
+        if noCues, start > 0 {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) without Cues: a player seeks in it by "
                                         + "reading every Cluster before the time, so no window at \(start) s can be prefetched "
                                         + "(one from the start can: --start 0)")
         }
-        let duration = try context.durationSeconds ?? (matroska ? MatroskaTail.duration(of: context, source: source) : nil)
+        let duration = try context.durationSeconds ?? MatroskaTail.duration(of: context, source: source)
         let bitRate = context.bitRate ?? duration.map { Int64(Double(size * 8) / max($0, 0.001)) }
         guard let bitRate, bitRate > 0 else {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index, no duration and no bit "
@@ -327,7 +327,7 @@ public struct PrefetchPlanner: Sendable {
         let bytesPerSecond = Double(bitRate) / 8
         let lower = min(size, Int64(start * bytesPerSecond))
         let upper = min(size, lower + Int64(seconds * bytesPerSecond * PrefetchPlanner.estimateMargin))
-        let why = "\(context.formatName) has \(try MatroskaHead.hasCues(source) == false ? "no Cues" : "no usable index here"): "
+        let why = "\(context.formatName) has \(noCues ? "no Cues" : "no usable index here"): "
             + "the byte window is estimated from the bit rate " +
             "(\(bitRate / 1000) kb/s, +\(Int((PrefetchPlanner.estimateMargin - 1) * 100))%)"
         return (lower..<max(lower, upper), why)

@@ -150,15 +150,17 @@ public struct Thumbnailer: Sendable {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
         // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head.
+        let matroska = try MatroskaHead(context, source: source)
         if keyframes.isEmpty, fragments == nil,
-           let found = try MatroskaKeyFrames.fromCues(context, stream: video, source: source, times: times.map { offset + max(0, $0) },
-                                                      connections: connections, cancellation: session.cancellation) {
+           let found = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source,
+                                                      times: times.map { offset + max(0, $0) }, connections: connections,
+                                                      cancellation: session.cancellation) {
             keyframes = found
         }
         // A Matroska file without Cues: libavformat would read every Cluster up to each time; the
         // key frames are found where they are instead, and given to its index.
         if keyframes.isEmpty, fragments == nil, let duration,
-           let found = try MatroskaKeyFrames.index(context, stream: video, source: source,
+           let found = try MatroskaKeyFrames.index(context, head: matroska, stream: video, source: source,
                                                    times: times.map { offset + min(max(0, $0), duration) }, end: offset + duration,
                                                    connections: connections, cancellation: session.cancellation) {
             keyframes = found
@@ -190,8 +192,7 @@ public struct Thumbnailer: Sendable {
         let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
         if fromBytes, targets.contains(where: { $0.keyframe == nil }) { throw FragmentScan.Unplaced() }
         // (Cues, or an MP3's table of contents, place libavformat's seeks: an index all the same.)
-        let seeksByIndex = context.formatName.hasPrefix("matroska") ? try MatroskaHead.hasCues(source) == true
-            : !context.positionedPoints(stream: video).isEmpty
+        let seeksByIndex = matroska.map { $0.cues == true } ?? !context.positionedPoints(stream: video).isEmpty
         if keyframes.isEmpty, fragments == nil, given == nil, !seeksByIndex {
             notes.append("\(context.formatName) has no index here: frames are found by seeking")
         }
