@@ -27,7 +27,7 @@ public final class FormatContext {
         /// For thumbnails: as `throughIndex(oneStream: true)` given an index; without one (no
         /// `sidx`, no `mfra`), as `first`, the key frames then found by `FragmentScan` and decoded
         /// from their bytes (libavformat could reach them only by reading every `moof`).
-        /// `OpenedInput` decides which; a `FormatContext` never gets this one.
+        /// `OpenedInput` decides which for a fragmented file; anything else reads as `every`.
         case keyFrames
         /// Every one, each fetched ahead of libavformat in one small range (`MoofChain`), the
         /// index left aside: for thumbnails the index could not place.
