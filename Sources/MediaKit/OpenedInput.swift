@@ -38,13 +38,10 @@ struct OpenedInput {
         var fragments = fragments
         if let layout, layout.manyFragments(fileSize: try source.size()) {
             if fragments == .keyFrames {
-                let read = layout.hasSegmentIndex ? nil : try FragmentTimeline.read(layout: layout, source: source)
-                if let read, read.foundThrough == .tail, !read.reordered {
-                    timeline = read
-                    fragments = .first
-                } else {
-                    fragments = .throughIndex(oneStream: true)
-                }
+                // Read once: an index's timeline serves `throughIndex` below as it is.
+                timeline = layout.hasSegmentIndex ? nil : try FragmentTimeline.read(layout: layout, source: source)
+                let scanned = timeline.map { $0.foundThrough == .tail && !$0.reordered } ?? false
+                fragments = scanned ? .first : .throughIndex(oneStream: true)
             }
             switch fragments {
             case .every, .keyFrames:
@@ -60,7 +57,7 @@ struct OpenedInput {
                 // With a sidx it stops too, and its index then holds the first fragment only: the
                 // sidx (or the mfra) places the others. B-frames make it read them all (see
                 // FragmentTimeline.reordered).
-                timeline = try FragmentTimeline.read(layout: layout, source: source, randomAccessOnly: true)
+                timeline = try timeline ?? FragmentTimeline.read(layout: layout, source: source, randomAccessOnly: true)
                 let listed = timeline?.randomAccess.values.joined().map(\.moof) ?? []
                 if timeline?.randomAccess.isEmpty != false || timeline?.reordered != false { timeline = nil }
                 // libavformat will read every moof: they come first, in small reads (MoofChain).
