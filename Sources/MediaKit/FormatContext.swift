@@ -122,9 +122,13 @@ public final class FormatContext {
         let others = streams.filter { $0.pointee.codecpar.pointee.codec_type != AVMEDIA_TYPE_VIDEO }
         guard others.count < streams.count else { return [] } // no video: the samples start the media data
         for stream in others { stream.pointee.discard = AVDISCARD_ALL }
-        context.pointee.probesize = 32 << 10
+        context.pointee.probesize = firstPacketsBytes
         return others
     }
+
+    /// An analysis of the first packets only: libavformat reads on past this many bytes until it
+    /// has one packet of each stream (a key frame larger than this is read whole).
+    static let firstPacketsBytes: Int64 = 32 << 10
 
     deinit {
         var context: UnsafeMutablePointer<AVFormatContext>? = pointer
@@ -132,8 +136,12 @@ public final class FormatContext {
     }
 
     /// Reads the first packets to fill in what the header lacks (duration and start time of
-    /// containers without an index, such as MPEG-TS), for a context opened without it.
-    public func findStreamInfo() throws {
+    /// containers without an index, such as MPEG-TS), for a context opened without it; with
+    /// `bytes`, no more packets than that many bytes of them, past the first of each stream.
+    public func findStreamInfo(bytes: Int64? = nil) throws {
+        let probesize = pointer.pointee.probesize
+        if let bytes { pointer.pointee.probesize = bytes }
+        defer { pointer.pointee.probesize = probesize }
         let rc = ff.avformat_find_stream_info(pointer, nil)
         if rc < 0 { throw failure(rc, "avformat_find_stream_info") }
     }

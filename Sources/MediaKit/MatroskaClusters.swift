@@ -29,6 +29,9 @@ enum MatroskaClusters {
         let end: Int?
         /// The blocks that lie whole within the bytes.
         let blocks: [Block]
+        /// A SimpleBlock whose header lies within the bytes and whose body runs past them (within
+        /// the Cluster): where a key frame ends, known from the first bytes of it.
+        let cut: Block?
     }
 
     /// The Cluster whose ID starts at `start`, nil when it is not one. With `whole`, a Cluster
@@ -48,6 +51,7 @@ enum MatroskaClusters {
         }
         guard first == timecodeID, let timecodeSize = reader.size() ?? nil, let timecode = reader.uint(timecodeSize) else { return nil }
         var blocks: [Block] = []
+        var cut: Block?
         var end = stated
         while reader.position < limit {
             let element = reader.position
@@ -56,7 +60,14 @@ enum MatroskaClusters {
                 if stated == nil { end = element } // an unknown size ends at the next element of the Segment
                 break
             }
-            guard let length = childSize, length <= limit - reader.position else { break }
+            guard let length = childSize, length <= limit - reader.position else {
+                if id == simpleBlock, let length = childSize, stated.map({ reader.position + length <= $0 }) ?? true,
+                   let header = blockHeader(bytes, at: reader.position) {
+                    cut = Block(position: element, size: reader.position + length - element, track: header.track,
+                                timecode: timecode + Int64(header.relative), keyframe: header.flags & 0x80 != 0)
+                }
+                break
+            }
             let body = reader.position
             if id == simpleBlock, let header = blockHeader(bytes, at: body) {
                 blocks.append(Block(position: element, size: body + length - element, track: header.track,
@@ -67,7 +78,7 @@ enum MatroskaClusters {
             }
             reader.position = body + length
         }
-        return Cluster(position: start, timecode: timecode, end: end.flatMap { $0 <= bytes.count ? $0 : nil }, blocks: blocks)
+        return Cluster(position: start, timecode: timecode, end: end.flatMap { $0 <= bytes.count ? $0 : nil }, blocks: blocks, cut: cut)
     }
 
     /// The Clusters of `bytes` from the first one at or after `from`, each followed to the next

@@ -116,10 +116,16 @@ public struct Thumbnailer: Sendable {
                                   moofGuess: max(4 << 10, 2 * firstMoof + 16))
             }
         }
+        // A Matroska file's Cues are read on its first seek, and its Info states the duration:
+        // only the start time is wanted of the first packets, not libavformat's analysis of a
+        // second of them, which read half a megabyte past the first request for ten thumbnails
+        // needing 0.27 MB.
+        let matroska = try MatroskaHead(context, source: source)
+        let cued = matroska?.cues == true && context.durationSeconds != nil
         // (A stream's segment with an index needs neither: its times are given, the playlist says its duration.)
         if fragments == nil, entries.isEmpty || (context.durationSeconds == nil && given == nil) {
             // No index: the duration and start time come from the first packets.
-            do { try context.findStreamInfo() } catch { throw opened.explain(error) }
+            do { try context.findStreamInfo(bytes: cued ? FormatContext.firstPacketsBytes : nil) } catch { throw opened.explain(error) }
         }
         let duration = try context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
             ?? context.durationSeconds ?? context.duration(stream: video) ?? MatroskaTail.duration(of: context, source: source)
@@ -150,7 +156,6 @@ public struct Thumbnailer: Sendable {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
         // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head.
-        let matroska = try MatroskaHead(context, source: source)
         if keyframes.isEmpty, fragments == nil,
            let found = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source,
                                                       times: times.map { offset + max(0, $0) }, connections: connections,
