@@ -71,6 +71,17 @@ struct FragmentTimeline: Sendable, Equatable {
     let defaults: [UInt32: TrackDefaults]
 
     static let tailRead: Int64 = 64 << 10
+
+    /// The first read of the tail: the `mfro` and the `mfra` before it, sized by the number of
+    /// fragments the first one suggests — a `tfra` entry for each fragment of each track, at most
+    /// 28 bytes, half as much again — between 16 KiB and 1 MiB (ffmpeg's for 300 fragments of
+    /// two tracks is 11 KB). A larger `mfra` has the rest read on; a fixed 64 KiB was most of
+    /// what a thumbnail job reads besides its key frames.
+    static func mfraGuess(_ fragmented: Int64, fragment: Int64, tracks: Int) -> Int64 {
+        guard fragment > 0 else { return tailRead }
+        let entries = min(fragmented / fragment + 1, 1 << 20) * Int64(min(max(1, tracks), 1 << 10))
+        return min(1 << 20, max(16 << 10, entries * 42 + (1 << 10)))
+    }
     static let minimumScan: Int64 = 256 << 10
     static let maximumScan: Int64 = 16 << 20
     static let maximumBox: Int64 = 16 << 20
@@ -91,14 +102,14 @@ struct FragmentTimeline: Sendable, Equatable {
                                           reordered: reordered, source: source, reader: &reader)
         }
 
-        try source.prefetch(max(moov.end, size - tailRead)..<size)
+        let fragment = firstMoof.map { moof in (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size } ?? 0
+        try source.prefetch(max(moov.end, size - mfraGuess(size - moov.end, fragment: fragment, tracks: defaults.count))..<size)
         var foundThrough = Index.mfra
         let randomAccess = try randomAccessPoints(size: size, source: source, reader: &reader)
         var lastMoof = randomAccess.values.joined().map(\.moof).max()
         if lastMoof == nil {
             if randomAccessOnly { return nil }
             foundThrough = .tail
-            let fragment = firstMoof.map { moof in (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size } ?? 0
             // Twice the first fragment, then (fragments that grow) the most a probe reads of a tail.
             var scan: Int64 = 0
             for wanted in [max(minimumScan, 2 * fragment + tailRead), maximumScan] where lastMoof == nil && wanted > scan {
@@ -259,7 +270,7 @@ struct FragmentTimeline: Sendable, Equatable {
     private static func ends(ofMoofAt offset: Int64, size: Int64, guess: Int64, defaults: [UInt32: TrackDefaults],
                              source: any MediaSource, reader: inout LocalBoxReader) throws -> [UInt32: Run]? {
         if !source.isLocal(offset..<min(size, offset + 16)) {
-            try source.prefetch(offset..<min(size, offset + max(16 << 10, guess)))
+            try source.prefetch(offset..<min(size, offset + max(4 << 10, guess)))
         }
         guard let moof = try StatedBox.readIfWellFormed(from: source, at: offset), moof.type == "moof",
               let moofSize = moof.size, moofSize <= min(size - offset, maximumBox) else { return nil }
