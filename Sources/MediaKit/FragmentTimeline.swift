@@ -110,12 +110,32 @@ struct FragmentTimeline: Sendable, Equatable {
         if lastMoof == nil {
             if randomAccessOnly { return nil }
             foundThrough = .tail
-            // Twice the first fragment, then (fragments that grow) the most a probe reads of a tail.
+            // The last moof sits about a fragment before the end (a whole fragment's media data
+            // follows it): a window there first, as the first fragment's size places it — a
+            // quarter before, three after, since a first fragment tends to be the largest (its key
+            // frame) and a last one is often cut short — and the chain followed from a moof in it
+            // (a read more for each fragment it falls short).
             var scan: Int64 = 0
+            if fragment > 0 {
+                let near = max(moov.end, size - fragment)
+                let window = max(moov.end, near - lastMoofWindow / 4)..<min(size, near + lastMoofWindow * 3 / 4)
+                try source.prefetch(window)
+                var reads = 2
+                lastMoof = try chainedLastMoof(in: window, size: size, source: source, reads: &reads)
+                scan = window.upperBound < size ? 0 : size - window.lowerBound
+                // Missed: a last fragment cut short puts its moof after the window: that first.
+                if lastMoof == nil, window.upperBound < size {
+                    try source.prefetch(window.upperBound..<size)
+                    lastMoof = try chainedLastMoof(in: window.upperBound..<size, size: size, source: source, reads: &reads)
+                    scan = size - window.upperBound
+                }
+            }
+            // Twice the first fragment, then (fragments that grow) the most a probe reads of a tail.
             for wanted in [max(minimumScan, 2 * fragment + tailRead), maximumScan] where lastMoof == nil && wanted > scan {
                 scan = min(size - moov.end, wanted)
                 try source.prefetch(size - scan..<size)
-                lastMoof = try lastMoofInTail(from: size - scan, size: size, source: source)
+                var reads = 0
+                lastMoof = try chainedLastMoof(in: size - scan..<size, size: size, source: source, reads: &reads)
                 if scan == size - moov.end { break }
             }
         }
@@ -231,17 +251,22 @@ struct FragmentTimeline: Sendable, Equatable {
         return false
     }
 
-    /// The last `moof` in `from..<size`: the last one on a chain of whole top-level boxes that
-    /// starts at a `moof` (with its `mfhd` first) and ends exactly at the end of the file. Bytes of
-    /// media data that happen to read "moof" do not start such a chain; a real `moof` that is not
-    /// the last one leads to the last one.
-    private static func lastMoofInTail(from start: Int64, size: Int64, source: any MediaSource) throws -> Int64? {
-        let bytes = try source.bytes(at: start, count: Int(size - start))
+    /// What is read around where the first fragment's size places the last `moof`.
+    static let lastMoofWindow: Int64 = 256 << 10
+
+    /// The last `moof` of the file, found in the local bytes of `range`: the last one on a chain of
+    /// whole top-level boxes that starts at a `moof` (with its `mfhd` first) in them and ends
+    /// exactly at the end of the file. Bytes of media data that happen to read "moof" do not start
+    /// such a chain; a real `moof` that is not the last one leads to the last one. A box header of
+    /// the chain outside the local bytes is read (4 KiB, which holds a `moof`), `reads` times at
+    /// most.
+    private static func chainedLastMoof(in range: Range<Int64>, size: Int64, source: any MediaSource, reads: inout Int) throws -> Int64? {
+        let bytes = try source.bytes(at: range.lowerBound, count: Int(range.count))
         let moof = Array("moof".utf8), mfhd = Array("mfhd".utf8)
         var p = bytes.count - 16
         while p >= 0 {
             if bytes[p + 4..<p + 8].elementsEqual(moof), bytes[p + 12..<p + 16].elementsEqual(mfhd),
-               let last = try lastMoofOfChain(from: start + Int64(p), size: size, source: source) {
+               let last = try lastMoofOfChain(from: range.lowerBound + Int64(p), size: size, source: source, reads: &reads) {
                 return last
             }
             p -= 1
@@ -249,11 +274,15 @@ struct FragmentTimeline: Sendable, Equatable {
         return nil
     }
 
-    private static func lastMoofOfChain(from offset: Int64, size: Int64, source: any MediaSource) throws -> Int64? {
+    private static func lastMoofOfChain(from offset: Int64, size: Int64, source: any MediaSource, reads: inout Int) throws -> Int64? {
         var offset = offset
         var last: Int64?
         for _ in 0..<BoxWalker.maxBoxes {
             if offset == size { return last }
+            if !source.isLocal(offset..<min(size, offset + 16)), reads > 0 {
+                reads -= 1
+                try source.prefetch(offset..<min(size, offset + (4 << 10)))
+            }
             guard source.isLocal(offset..<min(size, offset + 16)),
                   let box = try StatedBox.readIfWellFormed(from: source, at: offset),
                   BoxWalker.topLevelTypes.contains(box.type) else { return nil }

@@ -61,6 +61,38 @@ final class FragmentedMP4Tests: CLITestCase {
         }
     }
 
+    /// Without an mfra, the last moof is read from a 256 KiB window where the first fragment's
+    /// size places it (a whole fragment's media data follows it), not from a tail of twice a
+    /// fragment; and a file of 8 MiB counts as having many fragments from 4 on (before: 20
+    /// fragments were read one request each). A recording cut inside its last group of pictures
+    /// puts its last moof after the window: what follows the window is read, one request more.
+    func testWithoutAnMfraTheLastMoofIsReadWhereTheFirstFragmentPlacesIt() throws {
+        let www = dir.file("www")
+        let muxing = ["-qp", "2", "-g", "60", "-movflags", "frag_keyframe+empty_moov+skip_trailer", "-f", "mp4"]
+        try encodeRecording(www + "/whole.mp4", muxing: muxing) // 20 fragments of about 0.5 MB
+        let cut = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/whole.mp4", "-c", "copy", "-t", "38.6"] + muxing.suffix(4)
+                                 + [www + "/cut.mp4"])
+        XCTAssertEqual(cut.status, 0, cut.stderr)
+        let nginx = try NginxServer(root: www)
+        for (name, requests) in [("whole.mp4", 3), ("cut.mp4", 4)] {
+            let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/" + name)[.size] as? Int64)
+            XCTAssertGreaterThan(size, 8 << 20, "a file large enough to count as many fragments")
+            nginx.clearLog()
+            let probed = try probeDurations(nginx.url("/" + name))
+            let log = try nginx.accessLog()
+            XCTAssertLessThanOrEqual(log.count, requests, "\(name): \(log.map { $0.range ?? "-" })")
+            let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
+            // The head, the tail's mfro, the window, and for the cut file what follows the window.
+            // (Before: the head, the mfro and a tail of twice the first fragment and 64 KiB.)
+            let limit = Int64((64 + 24 + 256 + 8) << 10) + (name == "whole.mp4" ? 0 : size / 20)
+            XCTAssertLessThanOrEqual(sent, limit, "\(name): \(log.map { $0.range ?? "-" })")
+            let expected = try ffprobeDurations(www + "/" + name)
+            for (mine, theirs) in zip(probed.tracks + [probed.file], expected) {
+                XCTAssertEqual(mine, theirs, accuracy: 0.0005, "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
+            }
+        }
+    }
+
     func testADamagedIndexFallsBackToTheTailAndFragmentsWithoutDecodeTimesToReadingThemAll() throws {
         let (www, names) = try makeFragmentedFiles()
         let expected = try ffprobeDurations(www + "/" + names[0])
