@@ -54,6 +54,14 @@ struct MatroskaHead {
         self.tracks = tracks
     }
 
+    /// Whether the local head starts with an EBML header (Matroska, WebM), before libavformat
+    /// has said what the file is.
+    static func startsAMatroskaFile(_ source: any MediaSource) -> Bool {
+        guard source.isLocal(0..<4), let first = try? source.bytes(at: 0, count: 4) else { return false }
+        var reader = EBMLReader(bytes: first, position: 0)
+        return reader.id() == ebml
+    }
+
     /// The TrackNumber of each TrackEntry of the Tracks whose body is `count` bytes at `start`.
     private static func numbers(in bytes: [UInt8], from start: Int, count: Int) -> [Int64] {
         EBMLReader.bodies(of: trackEntry, in: bytes, within: start..<start + count).compactMap { entry in

@@ -27,6 +27,34 @@ final class PositionIndexPrefetchTests: CLITestCase {
         XCTAssertEqual(try nginx.accessLog().count, 0)
     }
 
+    /// A 720p recording, whose stream analysis reads past the first request: its head is read in
+    /// 256 KiB (the first request and one more), not a readahead window doubled past what the
+    /// analysis reads (576 KiB), and `check --offline` still finds what its own analysis reads.
+    func testAMatroskaHeadIsReadInAQuarterMegabyteAndThePrefetchPlaysOffline() throws {
+        let path = dir.file("www/hd.mkv")
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        let encode = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi",
+                                               "-i", "sine=frequency=440:sample_rate=48000", "-t", "12", "-c:v", "libx264",
+                                               "-preset", "ultrafast", "-b:v", "3M", "-g", "60", "-pix_fmt", "yuv420p", "-c:a", "aac",
+                                               "-f", "matroska", path])
+        XCTAssertEqual(encode.status, 0, encode.stderr)
+        let nginx = try NginxServer(root: dir.file("www"))
+        let url = nginx.url("/hd.mkv")
+        try mprobe(["prefetch", url, "--start", "6", "--seconds", "2", "--cache-dir", cacheDir])
+        let log = try nginx.accessLog()
+        // What was read of the first 4 s (the window starts at 6 s, 2.2 MB in).
+        func first(_ range: String?) -> Int64 {
+            guard let spec = range?.split(separator: "=").last, let from = spec.split(separator: "-").first else { return 0 }
+            return Int64(from) ?? 0
+        }
+        let head = log.filter { first($0.range) < 1 << 20 }.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThanOrEqual(head, 256 << 10, "\(log.map { $0.range ?? "-" })")
+        nginx.clearLog()
+        let check = try mprobe(["check", url, "--start", "6", "--seconds", "2", "--offline", "--cache-dir", cacheDir])
+        XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
+        XCTAssertEqual(try nginx.accessLog().count, 0)
+    }
+
     func testAnMP3PrefetchTakesItsWindowFromTheTableOfContentsAndPlaysOffline() throws {
         let path = dir.file("www/talk.mp3")
         try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
