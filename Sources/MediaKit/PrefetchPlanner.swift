@@ -199,6 +199,23 @@ public struct PrefetchPlanner: Sendable {
         }
     }
 
+    /// Reads the window as a player (and `check`) reads it — its seek, then every packet to the
+    /// window's end — through the cache: for a window estimated from the bit rate, whatever the
+    /// guess missed is fetched here, such as an MPEG-TS seek's probes across the file (a
+    /// bisection over timestamps) or packets that lie before the guessed start.
+    static func readAsAPlayer(context: FormatContext, streams: [Int], start: Double, seconds: Double,
+                              cancellation: Cancellation) throws {
+        let windowStart = context.startTime + start, windowEnd = windowStart + seconds
+        if start > 0 { try context.seek(seconds: windowStart) }
+        var open = Set(streams)
+        let packet = try Packet()
+        while !open.isEmpty, try context.readPacket(into: packet) {
+            if cancellation.isCancelled { throw MediaError.interrupted }
+            let index = packet.streamIndex
+            if let ts = packet.dts ?? packet.pts, context.seconds(ts, stream: index) >= windowEnd { open.remove(index) }
+        }
+    }
+
     /// A window placed by index points that give positions but not sample sizes: from the point at
     /// or before the start (where decoding starts) to the first point at or after the end, plus
     /// the head of what follows (the demuxer reads into it to learn that the window has ended).

@@ -61,4 +61,22 @@ final class TransportStreamTests: CLITestCase {
         try assertDescribedAsFFprobe(probe, www + "/late.ts")
         XCTAssertGreaterThan(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, 1 << 20, "read past the head, to the audio")
     }
+    /// A prefetch of an MPEG-TS is an estimate from the bit rate, and says so; it is then read as a
+    /// player reads it (its seek, the packets to the window's end), so that it plays offline.
+    /// Before, `check --offline` failed on the bytes the seek reads just before the guessed start.
+    func testAnEstimatedPrefetchIsReadAsAPlayerReadsItAndPlaysOffline() throws {
+        let www = dir.file("www")
+        try encodeRecording(www + "/rec.ts", muxing: ["-b:v", "2M", "-f", "mpegts"])
+        let nginx = try NginxServer(root: www)
+        for start in ["12", "20", "31"] {
+            let cache = dir.file("cache-" + start)
+            let r = try mprobe(["prefetch", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--cache-dir", cache])
+            XCTAssertTrue(r.stderr.contains("estimated from the bit rate"), r.stderr)
+            let check = try mprobe(["check", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--offline",
+                                    "--cache-dir", cache], expect: nil)
+            XCTAssertEqual(check.status, 0, "at \(start) s: \(check.stderr)")
+        }
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/rec.ts")[.size] as? Int64)
+        XCTAssertLessThan(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, size, "windows, not the file three times")
+    }
 }
