@@ -43,13 +43,18 @@ public struct Checker: Sendable {
         try session.onOneVersion {
             let source = try session.open(input)
             do {
-                let opened = try OpenedInput(source: source, session: session, findStreamInfo: true,
-                                             fragments: .throughIndex(oneStream: true))
-                return try checkOnce(opened, session: session, start: start, seconds: seconds, tracks: selection)
+                return try checkOnce(try Checker.open(source, session: session), session: session, start: start, seconds: seconds,
+                                     tracks: selection)
             } catch MediaError.streamingManifest {
                 return try checkStream(input, session: session, start: start, seconds: seconds, tracks: selection)
             }
         }
+    }
+
+    /// A media file opened as `check` opens it: a prefetch that reads its window to complete it
+    /// (`PrefetchPlanner.readAsAPlayer`) reads what a check will.
+    static func open(_ source: any MediaSource, session: MediaSession) throws -> OpenedInput {
+        try OpenedInput(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
     }
 
     /// Each media playlist the variant plays (its own, an audio rendition's) read as a player's

@@ -62,9 +62,10 @@ public struct PrefetchJob: Sendable {
             ticker.resume()
             defer { ticker.cancel() }
             try prefetcher.fetch(plan, source: source, cancellation: session.cancellation)
-            if plan.estimated {
-                try PrefetchPlanner.readAsAPlayer(context: context, streams: plan.tracks.map(\.index), start: start,
-                                                  seconds: seconds, cancellation: session.cancellation)
+            if plan.placedByPoints {
+                try PrefetchPlanner.readAsAPlayer(context: Checker.open(source, session: session).context,
+                                                  streams: plan.tracks.map(\.index), start: start, seconds: seconds,
+                                                  cancellation: session.cancellation)
             }
             let all = plan.headerRanges + plan.sampleRanges
             if let gap = all.lazy.flatMap({ source.missingRanges(in: $0) }).first {

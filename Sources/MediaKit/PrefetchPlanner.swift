@@ -111,7 +111,7 @@ public struct PrefetchPlanner: Sendable {
         let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
         let plan = PrefetchPlan(input: source.input, start: start, seconds: seconds, tracks: planned,
                                 headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
-                                estimated: estimated, note: note,
+                                estimated: estimated, placedByPoints: !indexed, note: note,
                                 floorBytes: floor.byteCount)
         return (plan, context, source)
     }
@@ -200,19 +200,25 @@ public struct PrefetchPlanner: Sendable {
     }
 
     /// Reads the window as a player (and `check`) reads it — its seek, then every packet to the
-    /// window's end — through the cache: for a window estimated from the bit rate, whatever the
-    /// guess missed is fetched here, such as an MPEG-TS seek's probes across the file (a
-    /// bisection over timestamps) or packets that lie before the guessed start.
+    /// window's end — through the cache: for a window placed by index points or estimated from
+    /// the bit rate, whatever the placing missed is fetched here, such as an MPEG-TS seek's probes
+    /// across the file (a bisection over timestamps), packets before the guessed start, or the
+    /// next fragment when the sample after a track's window lies there after all.
     static func readAsAPlayer(context: FormatContext, streams: [Int], start: Double, seconds: Double,
                               cancellation: Cancellation) throws {
         let windowStart = context.startTime + start, windowEnd = windowStart + seconds
         if start > 0 { try context.seek(seconds: windowStart) }
         var open = Set(streams)
+        let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
         let packet = try Packet()
         while !open.isEmpty, try context.readPacket(into: packet) {
             if cancellation.isCancelled { throw MediaError.interrupted }
             let index = packet.streamIndex
-            if let ts = packet.dts ?? packet.pts, context.seconds(ts, stream: index) >= windowEnd { open.remove(index) }
+            // Where `check` sees a track's window end: a decode time, plus the decode delay, past it.
+            if let ts = packet.dts.map({ $0.saturatingAdd(delays[index, default: 0]) }) ?? packet.pts,
+               context.seconds(ts, stream: index) >= windowEnd {
+                open.remove(index)
+            }
         }
     }
 
@@ -243,19 +249,29 @@ public struct PrefetchPlanner: Sendable {
     private static func fragmentWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
                                        to: Double) throws -> PointWindow? {
         guard let timeline = context.fragmentTimeline, let size = try source.size() else { return nil }
-        let placed: [[(time: Double, position: Int64)]] = streams.compactMap { stream in
+        let placed: [(points: [(time: Double, position: Int64)], sample: Double?)] = streams.compactMap { stream in
             guard let id = context.containerID(stream: stream).map({ UInt32(bitPattern: $0) }),
-                  let points = timeline.randomAccess[id], let timescale = timeline.defaults[id]?.timescale, !points.isEmpty else { return nil }
-            return points.map { (time: Double($0.time) / Double(timescale), position: $0.moof) }.sorted { $0.time < $1.time }
+                  let points = timeline.randomAccess[id], let defaults = timeline.defaults[id], !points.isEmpty else { return nil }
+            let timescale = Double(defaults.timescale)
+            // One sample's duration: the last fragment's average, or what the trex gives.
+            let sample = timeline.tracks.first { $0.id == id }?.lastRate.map { 1 / $0 }
+                ?? defaults.sampleDuration.flatMap { $0 > 0 ? Double($0) / timescale : nil }
+            return (points.map { (time: Double($0.time) / timescale, position: $0.moof) }.sorted { $0.time < $1.time }, sample)
         }
         let through = timeline.foundThrough == .sidx ? "sidx" : "mfra"
-        guard let lead = placed.first, let w = window(lead, from: from, to: to, size: size, startTime: context.startTime,
+        guard let lead = placed.first, let w = window(lead.points, from: from, to: to, size: size, startTime: context.startTime,
                                                       placedBy: "the fragments its \(through) places") else { return nil }
         // Another track's first sample at or after the end can be the first of the fragment its
         // next point starts, behind that fragment's video run; the demuxer reads the video that is
-        // within a second of it first (see `readOnTheWay`). Such a fragment is taken whole.
-        let stop = placed.dropFirst().reduce(w.stop) { stop, points in
+        // within a second of it first (see `readOnTheWay`). Such a fragment is taken whole — unless
+        // the fragment before holds a sample at or after the end: its run lasts a sample or more
+        // past it (AAC's 21 ms samples, in fragments that start 27 ms after a video key frame).
+        // A sample's duration unknown (a sidx says none), the prefetch's reading of the window
+        // fetches that fragment if it is needed after all.
+        let stop = placed.dropFirst().reduce(w.stop) { stop, track in
+            let points = track.points
             guard let next = points.firstIndex(where: { $0.time > to && $0.position > w.range.lowerBound }) else { return size }
+            guard let sample = track.sample, points[next].time - sample < to else { return stop }
             let whole = points[next].time < to + 1 ? points[(next + 1)...].first { $0.position > points[next].position } : points[next]
             return max(stop, whole?.position ?? size)
         }
