@@ -66,6 +66,18 @@ final class PositionIndexPrefetchTests: CLITestCase {
         let plan = try json(try mprobe(["prefetch", url, "--start", "60", "--seconds", "5", "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(plan["estimated"] as? Bool, false, "\(plan)")
         XCTAssertTrue((plan["note"] as? String ?? "").contains("table of contents"), "\(plan)")
+        // Past the first request: from the point at or before 60 s (every 1.2 s) to where 65 s
+        // falls between the points around it, and a few kilobytes — not to the next point and 64
+        // KiB past it (184 KB for 100 KB of packets).
+        let log = try nginx.accessLog()
+        let sent = log.dropFirst().reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        let packets = try runProcess("ffprobe", ["-v", "error", "-show_entries", "packet=pts_time,size", "-of", "csv=p=0", path])
+            .stdoutString.split(separator: "\n").reduce(Int64(0)) { sum, line in
+                let fields = line.split(separator: ",")
+                guard fields.count == 2, let time = Double(fields[0]), let size = Int64(fields[1]), time >= 59, time < 65 else { return sum }
+                return sum + size
+            }
+        XCTAssertLessThanOrEqual(sent, packets * 6 / 5 + (8 << 10), "\(log.map { $0.range ?? "-" }), packets 59-65 s: \(packets)")
         nginx.clearLog()
         let check = try mprobe(["check", url, "--start", "60", "--seconds", "5", "--offline", "--cache-dir", cacheDir])
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
