@@ -238,14 +238,16 @@ public struct PrefetchPlanner: Sendable {
         let next = points.first { $0.time >= to && $0.position > first.position }
         let stop = min(size, next?.position ?? size)
         var end = stop
+        // A point a hair before the container's start (rounding between time bases) is its start.
+        let (firstTime, nextTime) = (max(0, first.time - startTime), next.map { $0.time - startTime })
+        var why = "the window is \(placedBy) from "
+            + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
         if proportional, let next, let before = points.last(where: { $0.time < to && $0.position >= first.position }),
            next.time > before.time {
             end = before.position + Int64(Double(next.position - before.position) * (to - before.time) / (next.time - before.time))
+            why = "the window is \(placedBy) from " + String(format: "%.3f s to %.3f s, where it falls between its points at %.3f s and %.3f s",
+                                                             firstTime, to - startTime, before.time - startTime, next.time - startTime)
         }
-        // A point a hair before the container's start (rounding between time bases) is its start.
-        let (firstTime, nextTime) = (max(0, first.time - startTime), next.map { $0.time - startTime })
-        let why = "the window is \(placedBy) from "
-            + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
         return (first.position..<min(size, end + followingHead(end - first.position)), stop, why, firstTime, nextTime)
     }
 
