@@ -43,6 +43,12 @@ bench_start_nginx "$L" "$WORK/nginx"
 
 cost() { sleep 0.3; echo "$(bench_log_requests) $(bench_log_bytes)"; } # nginx logs once a response is sent
 mb() { python3 -c "print(f'{$1 / 1e6:.2f}')"; }
+# "FLOOR-MB RATIO" of SENT bytes against bench/floor.py JOB ARGS..., "- -" for a layout without an index.
+floor_of() {
+    local sent=$1 floor; shift
+    read -r floor _ < <(python3 bench/floor.py "$@")
+    if [ "$floor" = - ]; then echo "- -"; else echo "$(mb "$floor") $(python3 -c "print(f'{$sent / $floor:.2f}')")"; fi
+}
 
 FILES="faststart.mp4 moov-end.mp4 frag-mfra.mp4 frag-no-mfra.mp4 frag-sidx.mp4 cues.mkv no-cues.mkv vbr.mp3 stream.ts"
 if [[ " $JOBS " == *" probe "* ]]; then
@@ -63,31 +69,47 @@ if [[ " $JOBS " == *" probe "* ]]; then
     echo
 fi
 if [[ " $JOBS " == *" prefetch "* ]]; then
-    echo "## Prefetch 10 s at 300 s (mprobe), against the bytes of the window's packets"
+    echo "## Prefetch 10 s at 300 s, against its floor and ffmpeg reading the window"
     echo
-    echo "| layout | req | MB sent | window's packets MB (ffprobe) | what the planner said |"
-    echo "|---|---|---|---|---|"
+    echo "The floor (bench/floor.py): the header and index that place the window, and every packet from"
+    echo "the key frame a player starts from to 310 s."
+    echo
+    echo "| layout | req | MB sent | floor MB | × floor | ffmpeg -ss 300 -t 10 -c copy req | MB sent | what the planner said |"
+    echo "|---|---|---|---|---|---|---|---|"
     for f in $FILES; do
         url="http://127.0.0.1:$NGINX_PORT/$f"
         rm -rf "$WORK/cache"; : > "$NGINX_LOG"
         note=$("$M" prefetch "$url" --start 300 --seconds 10 --cache-dir "$WORK/cache" 2>&1 | grep -E "^mprobe:" | head -1 | tr '|' '/' || true)
         read -r r1 b1 < <(cost)
-        packets=$(ffprobe -v error -read_intervals 300%310 -show_entries packet=size -of csv=p=0 "$L/$f" | awk -F, '{ s += $1 } END { print s + 0 }')
-        echo "| $f | $r1 | $(mb "$b1") | $(mb "$packets") | ${note:-from the sample index} |"
+        read -r floor ratio < <(floor_of "$b1" prefetch "$L/$f" 300 10)
+        : > "$NGINX_LOG"
+        ffmpeg -v error -ss 300 -i "$url" -t 10 -c copy -f null - || echo "  (ffmpeg failed for $f)" >&2
+        read -r r2 b2 < <(cost)
+        echo "| $f | $r1 | $(mb "$b1") | $floor | $ratio | $r2 | $(mb "$b2") | ${note:-from the sample index} |"
     done
     echo
 fi
 if [[ " $JOBS " == *" thumbs "* ]]; then
-    echo "## 10 thumbnails (mprobe)"
+    echo "## 10 thumbnails, against their floor and an ffmpeg command per time"
     echo
-    echo "| layout | req | MB sent |"
-    echo "|---|---|---|"
+    echo "The floor (bench/floor.py): the header and index that place the key frames and state the"
+    echo "duration, and the packets of the key frames the pictures were decoded from."
+    echo
+    echo "| layout | req | MB sent | floor MB | × floor | ffmpeg req | ffmpeg MB sent |"
+    echo "|---|---|---|---|---|---|---|"
     for f in $FILES; do
         [ "$f" = vbr.mp3 ] && continue
         url="http://127.0.0.1:$NGINX_PORT/$f"
         rm -rf "$WORK/cache" "$WORK/thumbs"; : > "$NGINX_LOG"
         "$M" thumbs "$url" --count 10 --out "$WORK/thumbs" --cache-dir "$WORK/cache" > /dev/null 2>&1 || echo "  (thumbs failed for $f)" >&2
         read -r r1 b1 < <(cost)
-        echo "| $f | $r1 | $(mb "$b1") |"
+        read -r floor ratio < <(floor_of "$b1" thumbs "$L/$f" "$WORK/thumbs/manifest.json")
+        # What a thumbnail script does: one ffmpeg per time, seeking on input, at the same times.
+        : > "$NGINX_LOG"
+        for t in $(python3 -c 'import json,sys; print(" ".join(str(t["time"]) for t in json.load(open(sys.argv[1]))["thumbnails"]))' "$WORK/thumbs/manifest.json"); do
+            ffmpeg -v error -ss "$t" -i "$url" -frames:v 1 -vf scale=320:-2 -y "$WORK/ffmpeg.jpg" || echo "  (ffmpeg failed for $f at $t)" >&2
+        done
+        read -r r2 b2 < <(cost)
+        echo "| $f | $r1 | $(mb "$b1") | $floor | $ratio | $r2 | $(mb "$b2") |"
     done
 fi
