@@ -1,16 +1,17 @@
 /// Clusters of a Matroska file and their blocks, read from a run of its bytes without Cues or
 /// libavformat: the last Cluster of a file (`MatroskaTail`) and the key frames near a time
 /// (`MatroskaKeyFrames`). A Cluster is found by its ID and taken only when its first child (after
-/// a CRC-32 or Void) is its Timecode and its size fits; a live writer's unknown size ends where an
+/// a CRC-32, Void, Position or PrevSize) is its Timecode and its size fits; a live writer's unknown size ends where an
 /// element no Cluster holds begins.
 enum MatroskaClusters {
     static let clusterID: UInt32 = 0x1F43_B675
     private static let idBytes: [UInt8] = [0x1F, 0x43, 0xB6, 0x75]
     private static let timecodeID: UInt32 = 0xE7, simpleBlock: UInt32 = 0xA3, blockGroup: UInt32 = 0xA0
     private static let block: UInt32 = 0xA1, referenceBlock: UInt32 = 0xFB, crc32: UInt32 = 0xBF, void: UInt32 = 0xEC
+    private static let position: UInt32 = 0xA7, prevSize: UInt32 = 0xAB
     /// What a Cluster holds besides its Timecode and blocks (Position, PrevSize, SilentTracks,
     /// EncryptedBlock): skipped; any other ID ends a Cluster of unknown size.
-    private static let otherChildren: Set<UInt32> = [0xA7, 0xAB, 0x5854, 0xAF, crc32, void]
+    private static let otherChildren: Set<UInt32> = [position, prevSize, 0x5854, 0xAF, crc32, void]
 
     /// One block: where its element starts in the bytes read, its size with header, its track
     /// number, its absolute timecode (the Cluster's plus its own), and whether it is a key frame.
@@ -44,7 +45,7 @@ enum MatroskaClusters {
         if whole, let stated, stated > bytes.count { return nil }
         let limit = min(stated ?? bytes.count, bytes.count)
         var first = reader.id()
-        while first == crc32 || first == void {
+        while first == crc32 || first == void || first == position || first == prevSize {
             guard let skip = reader.size() ?? nil else { return nil }
             reader.position += skip
             first = reader.id()

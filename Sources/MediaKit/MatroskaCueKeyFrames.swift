@@ -3,54 +3,111 @@ import RangeFetch
 
 /// Thumbnails' key frames in a Matroska file with Cues.
 extension MatroskaKeyFrames {
+    /// The key frames `fromCues` found: one per time's Cue point, all the Cue points of the stream
+    /// (for `--skip-black`'s next ones), and the time of the first key frame the end of the file
+    /// cuts or leaves out, when a time needed it.
+    struct CueKeyFrames {
+        let found: [IndexEntry]
+        let points: [IndexEntry]
+        let cut: Double?
+    }
+
     /// For a Matroska `context` with Cues: the key frame each time's Cue point names, with its
     /// bytes — from its Cluster's start (where libavformat's seek lands) to the end of its block.
     /// Where that block ends is read from each Cluster's first kilobytes, all in one parallel
     /// wave: they are the key frame's own first bytes, so the pictures then need only the rest of
     /// each key frame (the caller's wave). libavformat alone reads a readahead window from each
-    /// Cluster (2.96 MB for ten thumbnails whose key frames are 0.22 MB). Nil for other files, or
-    /// a Cue point whose Cluster has no video key frame at its time.
+    /// Cluster (2.96 MB for ten thumbnails whose key frames are 0.22 MB). A key frame the end of the
+    /// file cuts gives way to the Cue point before it. Nil for other files, Cues that do not reach
+    /// the end of the file (lost with a cut, or listing other tracks: libavformat's index then
+    /// holds the key frames it met reading, not Cue points), or a Cue point whose Cluster has no
+    /// video key frame at its time.
     static func fromCues(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double],
-                         connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
-        guard let head, head.cues == true, head.firstCluster != nil, head.tracks.count == context.streamCount,
-              head.tracks.indices.contains(stream), let size = try source.size() else { return nil }
-        let track = head.tracks[stream]
+                         connections: Int, cancellation: Cancellation) throws -> CueKeyFrames? {
+        guard let head, head.cues == true, head.firstCluster != nil, let track = head.trackNumber(ofStream: stream, in: context),
+              let size = try source.size(), let duration = context.durationSeconds else { return nil }
         // libavformat reads the Cues on its first seek; one that fails is said by the seeks after.
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        let points = context.positionedPoints(stream: stream)
+        // Cue points must reach the duration the Info states; those past the end of a file cut
+        // short are left out, and their times go to the last whole key frame.
+        let listed = context.positionedPoints(stream: stream)
+        let widest = zip(listed, listed.dropFirst()).map { $1.time - $0.time }.max() ?? 0
+        guard let last = listed.last, last.time >= context.startTime + duration - max(10, 2 * widest) else { return nil }
+        let points = listed.filter { $0.position < size }
         guard !points.isEmpty else { return nil }
-        var chosen: [IndexEntry] = []
+        var cut = listed.first { $0.position >= size }.flatMap { gone in times.contains { $0 >= gone.time } ? gone.time : nil }
+        var chosen: [Int] = []
         for time in times {
-            let point = points.last { $0.time <= time } ?? points[0]
-            if !chosen.contains(where: { $0.position == point.position }) { chosen.append(point) }
+            let i = points.lastIndex { $0.time <= time } ?? 0
+            if !chosen.contains(i) { chosen.append(i) }
         }
-        chosen.sort { $0.time < $1.time }
+        chosen.sort()
+        // A block of the track a second past the Cue's time means the Cue names no block here.
+        let second = context.timestamp(context.startTime + 1, stream: stream) - context.timestamp(context.startTime, stream: stream)
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
-        try prefetcher.fetch(chosen.flatMap { source.missingRanges(in: $0.position..<min(size, $0.position + clusterHead)) },
+        try prefetcher.fetch(chosen.flatMap { source.missingRanges(in: points[$0].position..<min(size, points[$0].position + clusterHead)) },
                              source: source, cancellation: cancellation)
         var found: [IndexEntry] = []
-        for point in chosen {
-            var read = clusterHead
+        for var i in chosen {
             while true {
-                if cancellation.isCancelled { throw MediaError.interrupted }
-                let range = point.position..<min(size, point.position + read)
-                try source.prefetch(range)
-                let bytes = try source.bytes(at: range.lowerBound, count: Int(range.count))
-                guard let cluster = MatroskaClusters.cluster(in: bytes, at: 0, whole: false) else { return nil }
-                let key = (cluster.blocks + [cluster.cut].compactMap { $0 })
-                    .first { $0.track == track && $0.keyframe && $0.timecode == point.timestamp }
-                if let key, key.size <= MatroskaKeyFrames.largestWindow {
-                    found.append(IndexEntry(position: point.position, size: Int64(key.position + key.size), time: point.time,
-                                            timestamp: point.timestamp, decodeTime: point.decodeTime, isKeyframe: true))
+                guard let key = try keyFrame(of: points[i], track: track, in: context, stream: stream, size: size, source: source,
+                                             cancellation: cancellation, second: second) else {
+                    return nil
+                }
+                if key.byteRange.upperBound <= size {
+                    if !found.contains(key) { found.append(key) }
                     break
                 }
-                // Blocks of other tracks, or a BlockGroup, before the key frame's header: read on.
-                guard key == nil, range.upperBound < size, read < MatroskaKeyFrames.largestWindow else { return nil }
-                read *= 4
+                cut = min(cut ?? points[i].time, points[i].time)
+                guard i > 0 else { return nil }
+                i -= 1
             }
         }
-        return found
+        return CueKeyFrames(found: found.sorted { $0.time < $1.time }, points: points, cut: cut)
+    }
+
+    /// The key frame the Cue `point` names, read from its Cluster's first bytes on: nil when the
+    /// Cluster holds none at its time (a Cluster that ends within the bytes read holds no more).
+    private static func keyFrame(of point: IndexEntry, track: Int64, in context: FormatContext, stream: Int, size: Int64,
+                                 source: any MediaSource, cancellation: Cancellation, second: Int64) throws -> IndexEntry? {
+        var read = clusterHead
+        while true {
+            if cancellation.isCancelled { throw MediaError.interrupted }
+            let range = point.position..<min(size, point.position + read)
+            try source.prefetch(range)
+            let bytes = try source.bytes(at: range.lowerBound, count: Int(range.count))
+            let cluster = MatroskaClusters.cluster(in: bytes, at: 0, whole: false)
+            // The key frame at the Cue's time; else one within a second of it (a muxer's rounding),
+            // whose own time joins libavformat's index: its seek skips the blocks before the time
+            // it seeks to, and would take the next Cluster's key frame, reading all of this one.
+            let keys = cluster.map { ($0.blocks + [$0.cut].compactMap { $0 }).filter { $0.track == track && $0.keyframe } } ?? []
+            let key = keys.first { $0.timecode == point.timestamp }
+                ?? keys.first { block in
+                    let (apart, overflow) = block.timecode.subtractingReportingOverflow(point.timestamp)
+                    return !overflow && apart.magnitude <= second.magnitude
+                }
+            if let key {
+                guard key.size <= MatroskaKeyFrames.largestWindow else { return nil }
+                if key.timecode == point.timestamp {
+                    return IndexEntry(position: point.position, size: Int64(key.position + key.size), time: point.time,
+                                      timestamp: point.timestamp, decodeTime: point.decodeTime, isKeyframe: true)
+                }
+                context.addKeyFrame(stream: stream, position: point.position, timestamp: key.timecode)
+                let time = context.seconds(key.timecode, stream: stream)
+                return IndexEntry(position: point.position, size: Int64(key.position + key.size), time: time,
+                                  timestamp: key.timecode, decodeTime: time, isKeyframe: true)
+            }
+            // Blocks of other tracks, or a BlockGroup, before the key frame's header: read on — but
+            // not past a Cluster that ended within the bytes, nor past the track's blocks a second
+            // later (a Cue that names no block), nor far: the key frame starts a Cluster's first
+            // megabyte, and bytes that are no Cluster get 64 KiB.
+            let later = cluster?.blocks.contains { $0.track == track && $0.timecode > point.timestamp.saturatingAdd(second) } ?? false
+            guard range.upperBound < size, cluster?.end == nil, !later, read < (cluster == nil ? 64 << 10 : 1 << 20) else {
+                return nil
+            }
+            read *= 4
+        }
     }
 
     /// What is read of each Cluster first: its Timecode and the key frame's block header come

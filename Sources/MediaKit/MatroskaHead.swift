@@ -8,7 +8,7 @@ import MediaSource
 struct MatroskaHead {
     private static let ebml: UInt32 = 0x1A45_DFA3, segment: UInt32 = 0x1853_8067, seekHead: UInt32 = 0x114D_9B74
     private static let seek: UInt32 = 0x4DBB, seekID: UInt32 = 0x53AB, cuesID: UInt32 = 0x1C53_BB6B, cluster: UInt32 = 0x1F43_B675
-    private static let tracksID: UInt32 = 0x1654_AE6B, trackEntry: UInt32 = 0xAE, trackNumber: UInt32 = 0xD7
+    private static let tracksID: UInt32 = 0x1654_AE6B, trackEntry: UInt32 = 0xAE, trackNumber: UInt32 = 0xD7, codecID: UInt32 = 0x86
     /// The head searched: the Segment's elements before its first Cluster are kilobytes.
     static let searched = 256 << 10
 
@@ -17,8 +17,17 @@ struct MatroskaHead {
     let cues: Bool?
     /// Where the first Cluster starts, when the local head reaches it.
     let firstCluster: Int64?
-    /// The TrackNumber of each TrackEntry, in order (as libavformat numbers its streams).
+    /// The TrackNumber of each TrackEntry with a CodecID, in order: libavformat makes a stream of
+    /// each such entry in that order (it keeps no track numbers), its attachments after them.
     let tracks: [Int64]
+
+    /// The TrackNumber of libavformat's `stream`, nil when the entries and the streams do not
+    /// pair up (an entry libavformat refused for another reason).
+    func trackNumber(ofStream stream: Int, in context: FormatContext) -> Int64? {
+        let streams = (0..<context.streamCount).filter { context.kind(ofStream: $0) != .attachment }
+        guard streams.count == tracks.count, streams == Array(0..<tracks.count), tracks.indices.contains(stream) else { return nil }
+        return tracks[stream]
+    }
 
     /// The Segment's elements in the local head, up to its first Cluster; nil for a `context` of
     /// another format, or a head that does not start like Matroska.
@@ -62,10 +71,11 @@ struct MatroskaHead {
         return reader.id() == ebml
     }
 
-    /// The TrackNumber of each TrackEntry of the Tracks whose body is `count` bytes at `start`.
+    /// The TrackNumber of each TrackEntry with a CodecID of the Tracks whose body is `count` bytes at `start`.
     private static func numbers(in bytes: [UInt8], from start: Int, count: Int) -> [Int64] {
         EBMLReader.bodies(of: trackEntry, in: bytes, within: start..<start + count).compactMap { entry in
-            EBMLReader.bodies(of: trackNumber, in: bytes, within: entry).first.flatMap { number in
+            guard !EBMLReader.bodies(of: codecID, in: bytes, within: entry).isEmpty else { return nil }
+            return EBMLReader.bodies(of: trackNumber, in: bytes, within: entry).first.flatMap { number in
                 var reader = EBMLReader(bytes: bytes, position: number.lowerBound)
                 return reader.uint(number.count)
             }

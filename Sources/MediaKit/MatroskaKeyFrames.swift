@@ -205,14 +205,13 @@ extension MatroskaKeyFrames {
     /// other files, or when a time could not be found within its reads.
     static func index(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double], end: Double,
                       connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
-        // libavformat numbers its streams as the TrackEntries come (it keeps no track numbers).
-        guard let head, head.cues == false, let start = head.firstCluster, head.tracks.count == context.streamCount,
-              head.tracks.indices.contains(stream), let size = try source.size() else { return nil }
+        guard let head, head.cues == false, let start = head.firstCluster, let track = head.trackNumber(ofStream: stream, in: context),
+              let size = try source.size() else { return nil }
         let numbers = head.tracks
         try source.prefetch(start..<min(size, start + 64))
         let opening = try source.bytes(at: start, count: Int(min(64, size - start)))
         guard let cluster = MatroskaClusters.cluster(in: opening, at: 0, whole: false) else { return nil }
-        var finder = MatroskaKeyFrames(source: source, size: size, track: numbers[stream], tracks: Set(numbers),
+        var finder = MatroskaKeyFrames(source: source, size: size, track: track, tracks: Set(numbers),
                                        first: (start, cluster.timecode), lastTimecode: context.timestamp(end, stream: stream))
         guard try finder.keyFrames(at: times.map { context.timestamp($0, stream: stream) }, connections: connections,
                                    cancellation: cancellation) != nil else {

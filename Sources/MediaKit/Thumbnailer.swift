@@ -125,6 +125,9 @@ public struct Thumbnailer: Sendable {
         // (A stream's segment with an index needs neither: its times are given, the playlist says its duration.)
         if fragments == nil, entries.isEmpty || (context.durationSeconds == nil && given == nil) {
             // No index: the duration and start time come from the first packets.
+            // (Its head held to 256 KiB, as while it was opened: a 720p key frame is most of 64 KiB.)
+            if matroska != nil { source.limitReadahead(to: OpenedInput.headRead) }
+            defer { source.limitReadahead(to: nil) }
             do { try context.findStreamInfo(bytes: cued ? FormatContext.firstPacketsBytes : nil) } catch { throw opened.explain(error) }
         }
         let duration = try context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
@@ -146,8 +149,7 @@ public struct Thumbnailer: Sendable {
         // the last whole one stands for the times after it.
         if let size = try source.size(), let cut = keyframes.first(where: { $0.byteRange.upperBound > size }) {
             keyframes.removeAll { $0.byteRange.upperBound > size }
-            notes.append(String(format: "the file ends inside the key frame of %.3f s: the last whole one stands for later times",
-                                cut.time - offset))
+            notes.append(Thumbnailer.cutNote(cut.time - offset))
         }
         // For each requested time: the key frame at or before it (clamped to the last one).
         let times = given ?? options.requestedTimes(duration: duration ?? 0)
@@ -155,12 +157,18 @@ public struct Thumbnailer: Sendable {
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
-        // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head.
+        // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head;
+        // the key frames --skip-black may go on to are every Cue point's.
+        var nextKeyFrames: [IndexEntry]?
         if keyframes.isEmpty, fragments == nil,
-           let found = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source,
-                                                      times: times.map { offset + max(0, $0) }, connections: connections,
-                                                      cancellation: session.cancellation) {
-            keyframes = found
+           let cued = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source,
+                                                     times: times.map { offset + max(0, $0) }, connections: connections,
+                                                     cancellation: session.cancellation) {
+            keyframes = cued.found
+            nextKeyFrames = cued.points
+            if let cut = cued.cut {
+                notes.append(Thumbnailer.cutNote(cut - offset))
+            }
         }
         // A Matroska file without Cues: libavformat would read every Cluster up to each time; the
         // key frames are found where they are instead, and given to its index.
@@ -276,7 +284,7 @@ public struct Thumbnailer: Sendable {
             var skipped: Double?
             if options.skipBlack, BlankFrames.isBlank(image) {
                 // The next key frames the index lists, a few and not far: the first that shows something.
-                let after = keyframes.filter { $0.time > (target.keyframe?.time ?? pts) + 1e-6 && $0.time <= pts + BlankFrames.reach }
+                let after = (nextKeyFrames ?? keyframes).filter { $0.time > (target.keyframe?.time ?? pts) + 1e-6 && $0.time <= pts + BlankFrames.reach }
                 for candidate in after.prefix(BlankFrames.candidates) {
                     guard let (next, nextPTS) = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: candidate.time,
                                                                 timestamp: candidate.timestamp, until: nil) else { continue }
@@ -304,6 +312,11 @@ public struct Thumbnailer: Sendable {
             progress(i + 1)
         }
         return Pass(made: made, notes: notes, floor: floor.byteCount, duration: duration)
+    }
+
+    /// What a job says of a file that ends inside the key frame at `time`.
+    static func cutNote(_ time: Double) -> String {
+        String(format: "the file ends inside or before the key frame of %.3f s: the last whole one stands for later times", time)
     }
 
     static func fileName(time: Double, format: ImageFormat) -> String {
