@@ -74,13 +74,13 @@ struct FragmentTimeline: Sendable, Equatable {
 
     /// The first read of the tail: the `mfro` and the `mfra` before it, sized by the number of
     /// fragments the first one suggests — a `tfra` entry for each fragment of each track, at most
-    /// 28 bytes, half as much again — between 16 KiB and 1 MiB (ffmpeg's for 300 fragments of
+    /// 28 bytes, half as much again — between 16 KiB and 256 KiB (ffmpeg's for 300 fragments of
     /// two tracks is 11 KB). A larger `mfra` has the rest read on; a fixed 64 KiB was most of
     /// what a thumbnail job reads besides its key frames.
     static func mfraGuess(_ fragmented: Int64, fragment: Int64, tracks: Int) -> Int64 {
         guard fragment > 0 else { return tailRead }
         let entries = min(fragmented / fragment + 1, 1 << 20) * Int64(min(max(1, tracks), 1 << 10))
-        return min(1 << 20, max(16 << 10, entries * 42 + (1 << 10)))
+        return min(256 << 10, max(16 << 10, entries * 42 + (1 << 10)))
     }
     static let minimumScan: Int64 = 256 << 10
     static let maximumScan: Int64 = 16 << 20
@@ -105,37 +105,52 @@ struct FragmentTimeline: Sendable, Equatable {
         let fragment = firstMoof.map { moof in (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size } ?? 0
         try source.prefetch(max(moov.end, size - mfraGuess(size - moov.end, fragment: fragment, tracks: defaults.count))..<size)
         var foundThrough = Index.mfra
-        let randomAccess = try randomAccessPoints(size: size, source: source, reader: &reader)
+        var randomAccess = try randomAccessPoints(size: size, source: source, reader: &reader)
         var lastMoof = randomAccess.values.joined().map(\.moof).max()
+        // The mfra's last moof must be the file's: its chain of boxes runs through the mfra to the
+        // end (a tfra may list some fragments only). Else the mfra is not used at all.
+        if let listed = lastMoof {
+            // Two reads: the moof's head (its fragment's end is read from it anyway), an mdat header past a large one.
+            var search = MoofSearch(reads: 2)
+            if try lastMoofOfChain(from: listed, size: size, source: source, search: &search) != listed {
+                (lastMoof, randomAccess) = (nil, [:])
+            }
+        }
         if lastMoof == nil {
             if randomAccessOnly { return nil }
             foundThrough = .tail
             // The last moof sits about a fragment before the end (a whole fragment's media data
-            // follows it): a window there first, as the first fragment's size places it — a
-            // quarter before, three after, since a first fragment tends to be the largest (its key
-            // frame) and a last one is often cut short — and the chain followed from a moof in it
-            // (a read more for each fragment it falls short).
+            // follows it): a window there first, as the first fragment's size places it, and the
+            // chain followed from a moof in it (a read more for each fragment it falls short).
             var scan: Int64 = 0
             if fragment > 0 {
-                let near = max(moov.end, size - fragment)
-                let window = max(moov.end, near - lastMoofWindow / 4)..<min(size, near + lastMoofWindow * 3 / 4)
+                var search = MoofSearch(reads: 2)
+                var window = lastMoofWindow(before: size, fragment: fragment, from: moov.end)
                 try source.prefetch(window)
-                var reads = 2
-                lastMoof = try chainedLastMoof(in: window, size: size, source: source, reads: &reads)
+                lastMoof = try chainedLastMoof(in: window, size: size, source: source, search: &search)
+                // A chain that ran out of reads there measured the fragments: a window again, by them.
+                if lastMoof == nil, let step = search.step, step < fragment / 2 {
+                    window = lastMoofWindow(before: size, fragment: step, from: moov.end)
+                    try source.prefetch(window)
+                    search.reads = 2
+                    lastMoof = try chainedLastMoof(in: window, size: size, source: source, search: &search)
+                }
                 scan = window.upperBound < size ? 0 : size - window.lowerBound
                 // Missed: a last fragment cut short puts its moof after the window: that first.
-                if lastMoof == nil, window.upperBound < size {
+                if lastMoof == nil, window.upperBound < size, size - window.upperBound <= maximumScan {
                     try source.prefetch(window.upperBound..<size)
-                    lastMoof = try chainedLastMoof(in: window.upperBound..<size, size: size, source: source, reads: &reads)
+                    lastMoof = try chainedLastMoof(in: window.upperBound..<size, size: size, source: source, search: &search)
                     scan = size - window.upperBound
                 }
             }
-            // Twice the first fragment, then (fragments that grow) the most a probe reads of a tail.
-            for wanted in [max(minimumScan, 2 * fragment + tailRead), maximumScan] where lastMoof == nil && wanted > scan {
+            // Twice the first fragment, then growing fourfold (fragments that grow, a short first
+            // one) to the most a probe reads of a tail.
+            let scans = [max(minimumScan, 2 * fragment + tailRead), 1 << 20, 4 << 20, maximumScan].map { min($0, maximumScan) }
+            for wanted in scans where lastMoof == nil && wanted > scan {
                 scan = min(size - moov.end, wanted)
                 try source.prefetch(size - scan..<size)
-                var reads = 0
-                lastMoof = try chainedLastMoof(in: size - scan..<size, size: size, source: source, reads: &reads)
+                var search = MoofSearch(reads: 0)
+                lastMoof = try chainedLastMoof(in: size - scan..<size, size: size, source: source, search: &search)
                 if scan == size - moov.end { break }
             }
         }
@@ -254,41 +269,63 @@ struct FragmentTimeline: Sendable, Equatable {
     /// What is read around where the first fragment's size places the last `moof`.
     static let lastMoofWindow: Int64 = 256 << 10
 
+    /// The window a `fragment` before the end of a file of `size`: a quarter of it before, three
+    /// after (a first fragment tends to be the largest, a last one is often cut short).
+    private static func lastMoofWindow(before size: Int64, fragment: Int64, from start: Int64) -> Range<Int64> {
+        let near = max(start, size - fragment)
+        return max(start, near - lastMoofWindow / 4)..<min(size, near + lastMoofWindow * 3 / 4)
+    }
+
+    /// A search for the last `moof`: how many box headers past the local bytes it may still read
+    /// (4 KiB each, which holds a `moof`), and the distance between the `moof` boxes of a chain
+    /// that ran out of them — what a fragment there measures.
+    struct MoofSearch {
+        var reads: Int
+        var step: Int64?
+    }
+
     /// The last `moof` of the file, found in the local bytes of `range`: the last one on a chain of
     /// whole top-level boxes that starts at a `moof` (with its `mfhd` first) in them and ends
-    /// exactly at the end of the file. Bytes of media data that happen to read "moof" do not start
-    /// such a chain; a real `moof` that is not the last one leads to the last one. A box header of
-    /// the chain outside the local bytes is read (4 KiB, which holds a `moof`), `reads` times at
-    /// most.
-    private static func chainedLastMoof(in range: Range<Int64>, size: Int64, source: any MediaSource, reads: inout Int) throws -> Int64? {
+    /// exactly at the end of the file (or in an `mdat` the end cuts). Bytes of media data that
+    /// happen to read "moof" do not start such a chain; a real `moof` that is not the last one
+    /// leads to the last one.
+    private static func chainedLastMoof(in range: Range<Int64>, size: Int64, source: any MediaSource,
+                                        search: inout MoofSearch) throws -> Int64? {
         let bytes = try source.bytes(at: range.lowerBound, count: Int(range.count))
         let moof = Array("moof".utf8), mfhd = Array("mfhd".utf8)
-        var p = bytes.count - 16
-        while p >= 0 {
+        // The earliest first: a real moof's chain steps over "moof" bytes in the media data after it.
+        var p = 0
+        while p + 16 <= bytes.count {
             if bytes[p + 4..<p + 8].elementsEqual(moof), bytes[p + 12..<p + 16].elementsEqual(mfhd),
-               let last = try lastMoofOfChain(from: range.lowerBound + Int64(p), size: size, source: source, reads: &reads) {
+               let last = try lastMoofOfChain(from: range.lowerBound + Int64(p), size: size, source: source, search: &search) {
                 return last
             }
-            p -= 1
+            p += 1
         }
         return nil
     }
 
-    private static func lastMoofOfChain(from offset: Int64, size: Int64, source: any MediaSource, reads: inout Int) throws -> Int64? {
+    private static func lastMoofOfChain(from offset: Int64, size: Int64, source: any MediaSource,
+                                        search: inout MoofSearch) throws -> Int64? {
         var offset = offset
         var last: Int64?
         for _ in 0..<BoxWalker.maxBoxes {
             if offset == size { return last }
-            if !source.isLocal(offset..<min(size, offset + 16)), reads > 0 {
-                reads -= 1
+            if !source.isLocal(offset..<min(size, offset + 16)) {
+                guard search.reads > 0 else {
+                    // From the last moof to here, where the next box starts: a fragment.
+                    if let last { search.step = max(search.step ?? 0, offset - last) }
+                    return nil
+                }
+                search.reads -= 1
                 try source.prefetch(offset..<min(size, offset + (4 << 10)))
             }
-            guard source.isLocal(offset..<min(size, offset + 16)),
-                  let box = try StatedBox.readIfWellFormed(from: source, at: offset),
+            guard let box = try StatedBox.readIfWellFormed(from: source, at: offset),
                   BoxWalker.topLevelTypes.contains(box.type) else { return nil }
             if box.type == "moof" { last = offset }
             guard let boxSize = box.size else { return last } // size 0: to the end of the file
-            guard boxSize <= size - offset else { return nil }
+            // An mdat the end cuts (an upload that stopped) ends the chain, as it ends the file.
+            guard boxSize <= size - offset else { return box.type == "mdat" ? last : nil }
             offset += boxSize
         }
         return nil
