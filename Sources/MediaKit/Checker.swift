@@ -43,8 +43,9 @@ public struct Checker: Sendable {
         try session.onOneVersion {
             let source = try session.open(input)
             do {
-                return try checkOnce(try Checker.open(source, session: session), session: session, start: start, seconds: seconds,
-                                     tracks: selection)
+                let opened = try Checker.open(source, session: session)
+                try PrefetchPlanner.refuseAWindowPastTheEnd(context: opened.context, start: start, input: source.input)
+                return try checkOnce(opened, session: session, start: start, seconds: seconds, tracks: selection)
             } catch MediaError.streamingManifest {
                 return try checkStream(input, session: session, start: start, seconds: seconds, tracks: selection)
             }

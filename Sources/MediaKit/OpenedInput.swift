@@ -36,7 +36,7 @@ struct OpenedInput {
         }
         var timeline: FragmentTimeline?
         var fragments = fragments
-        if let layout, layout.manyFragments(fileSize: try source.size()) {
+        if let layout, layout.manyFragments(fileSize: try source.size(), probing: fragments == .first) {
             if fragments == .keyFrames {
                 // Read once: an index's timeline serves `throughIndex` below as it is.
                 timeline = layout.hasSegmentIndex ? nil : try FragmentTimeline.read(layout: layout, source: source)

@@ -62,11 +62,12 @@ public struct PrefetchJob: Sendable {
             ticker.resume()
             defer { ticker.cancel() }
             try prefetcher.fetch(plan, source: source, cancellation: session.cancellation)
-            if plan.placedByPoints {
-                try PrefetchPlanner.readAsAPlayer(context: Checker.open(source, session: session).context,
-                                                  streams: plan.tracks.map(\.index), start: start, seconds: seconds,
-                                                  cancellation: session.cancellation)
-            }
+            // Then read as check will read it: what the plan missed is fetched now, not found
+            // missing offline (a second audio track's run, a key frame before the fragment an mfra
+            // lists, an estimate's start).
+            try PrefetchPlanner.readAsAPlayer(context: Checker.open(source, session: session).context,
+                                              streams: plan.tracks.map(\.index), start: start, seconds: seconds,
+                                              cancellation: session.cancellation)
             let all = plan.headerRanges + plan.sampleRanges
             if let gap = all.lazy.flatMap({ source.missingRanges(in: $0) }).first {
                 throw SourceError.notKept(input: source.input, reason:

@@ -28,9 +28,6 @@ public struct PrefetchPlan: Sendable {
     public let missing: [Range<Int64>]
     /// The container has no usable index: `sampleRanges` is a byte window estimated from the bit rate.
     public let estimated: Bool
-    /// The window was placed by index points (Cues, a table of contents, fragments) or estimated,
-    /// not from each sample: a prefetch reads it as a player does, to fetch what the placing missed.
-    public let placedByPoints: Bool
     public let note: String?
 
     /// Header bytes plus the bytes of the planned samples: the least a prefetch must move.

@@ -34,6 +34,7 @@ public struct PrefetchPlanner: Sendable {
     func plan(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,
               tracks selection: TrackSelection) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
         let (source, context) = (opened.source, opened.context)
+        try PrefetchPlanner.refuseAWindowPastTheEnd(context: context, start: start, input: source.input)
         let streams = try selection.streams(in: context)
         let windowStart = context.startTime + start
         let windowEnd = windowStart + seconds
@@ -111,9 +112,19 @@ public struct PrefetchPlanner: Sendable {
         let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
         let plan = PrefetchPlan(input: source.input, start: start, seconds: seconds, tracks: planned,
                                 headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
-                                estimated: estimated, placedByPoints: !indexed, note: note,
+                                estimated: estimated, note: note,
                                 floorBytes: floor.byteCount)
         return (plan, context, source)
+    }
+
+    /// A window that starts at or past the end of the file has nothing to prefetch or play: said
+    /// so (a check said "plays" with no frame, a prefetch fetched the last fragment), when the
+    /// file states its duration.
+    static func refuseAWindowPastTheEnd(context: FormatContext, start: Double, input: String) throws {
+        guard let duration = context.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,
+              duration > 0, start >= duration else { return }
+        throw MediaError.noTimeline(input: input, detail: String(format: "the window starts at %.3f s, at or past the end (%.3f s)",
+                                                                  start, duration))
     }
 
     /// The entries whose time falls in [from, to), plus the one that contains `from` (for video:
@@ -200,10 +211,10 @@ public struct PrefetchPlanner: Sendable {
     }
 
     /// Reads the window as a player (and `check`) reads it — its seek, then every packet to the
-    /// window's end — through the cache: for a window placed by index points or estimated from
-    /// the bit rate, whatever the placing missed is fetched here, such as an MPEG-TS seek's probes
-    /// across the file (a bisection over timestamps), packets before the guessed start, or the
-    /// next fragment when the sample after a track's window lies there after all.
+    /// window's end — through the cache: whatever a plan missed is fetched here, such as an
+    /// MPEG-TS seek's probes across the file (a bisection over timestamps), packets before an
+    /// estimate's start, or the next fragment when the sample after a track's window lies there
+    /// after all. A plan from the sample index misses nothing, and this reads only cached bytes.
     static func readAsAPlayer(context: FormatContext, streams: [Int], start: Double, seconds: Double,
                               cancellation: Cancellation) throws {
         let windowStart = context.startTime + start, windowEnd = windowStart + seconds
