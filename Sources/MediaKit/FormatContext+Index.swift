@@ -73,6 +73,26 @@ extension FormatContext {
         return overflow ? 0 : max(0, delay) // times near ±2^63 come only from damaged files
     }
 
+    /// Whether the stream's first presentation time is known (from its header or first packets).
+    func knowsStartTime(stream index: Int) -> Bool {
+        stream(index).map { $0.pointee.start_time != mp_av_nopts_value() } ?? false
+    }
+
+    /// Sets stream `index`'s start time to its first packet's presentation time, for a context
+    /// opened without stream info: its decode delay then places the index's times. The demuxer's
+    /// position moves; the next seek sets it.
+    func learnStartTime(stream index: Int) throws {
+        guard let st = stream(index), st.pointee.start_time == mp_av_nopts_value() else { return }
+        let packet = try Packet()
+        for _ in 0..<256 {
+            guard try readPacket(into: packet) else { return }
+            if packet.streamIndex == index {
+                if let pts = packet.pts { st.pointee.start_time = pts }
+                return
+            }
+        }
+    }
+
     /// Start of the presentation in seconds (0 when the container does not say).
     public var startTime: Double {
         let t = pointer.pointee.start_time

@@ -105,7 +105,7 @@ public struct Thumbnailer: Sendable {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
         }
         var notes: [String] = []
-        let entries = context.indexEntries(stream: video)
+        var entries = context.indexEntries(stream: video)
         // Each key frame's moof first (twice the first one's size: they are alike), then, knowing
         // where it is, the key frame itself in the wave below: the bytes the pictures need, one
         // round trip more. (Fetching a guess of both at once moved 1.9 times as much.)
@@ -129,6 +129,13 @@ public struct Thumbnailer: Sendable {
             if matroska != nil { source.limitReadahead(to: OpenedInput.headRead) }
             defer { source.limitReadahead(to: nil) }
             do { try context.findStreamInfo(bytes: cued ? FormatContext.firstPacketsBytes : nil) } catch { throw opened.explain(error) }
+            entries = context.indexEntries(stream: video)
+        } else if fragments == nil, opened.layout?.movieExtends == true, !context.knowsStartTime(stream: video) {
+            // A fragmented file libavformat walked indexes decode times: how far presentation runs
+            // ahead of them (B-frames) comes from its first video packet. Without it, --at 4 took
+            // the key frame shown at 4.067 s, the next group of pictures.
+            do { try context.learnStartTime(stream: video) } catch { throw opened.explain(error) }
+            entries = context.indexEntries(stream: video)
         }
         let duration = try context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
             ?? context.durationSeconds ?? context.duration(stream: video) ?? MatroskaTail.duration(of: context, source: source)

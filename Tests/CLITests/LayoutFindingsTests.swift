@@ -120,4 +120,24 @@ final class LayoutFindingsTests: CLITestCase {
             XCTAssertTrue(r.stderr.contains("the window starts at 500.000 s, at or past the end (40."), "\(command): \(r.stderr)")
         }
     }
+    /// A fragmented MP4 with B-frames, which libavformat reads every moof of: its index holds
+    /// decode times, and thumbnails took the key frame shown after the time (--at 4 gave the
+    /// picture of 4.067 s, the next group of pictures). The first video packet now says how far
+    /// presentation runs ahead.
+    func testBFramesInFragmentsGiveTheKeyFrameShownAtOrBeforeTheTime() throws {
+        let www = dir.file("www")
+        for (name, flags) in [("with-mfra.mp4", "frag_keyframe+empty_moov"), ("without.mp4", "frag_keyframe+empty_moov+skip_trailer")] {
+            try recording(www + "/" + name, video: ["-g", "60", "-bf", "2"], muxing: ["-movflags", flags, "-f", "mp4"])
+        }
+        let nginx = try NginxServer(root: www)
+        for name in ["with-mfra.mp4", "without.mp4"] {
+            let out = dir.file("t-" + name)
+            try mprobe(["thumbs", nginx.url("/" + name), "--at", "4,10,20.03", "--out", out, "--cache-dir", cacheDir])
+            let keys = try keyFrames(www + "/" + name)
+            let pts = (try manifest(out)["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
+            let expected = [4, 10, 20.03].map { time in keys.last { $0 <= time + 0.001 } ?? -1 }
+            XCTAssertEqual(pts.count, 3, name)
+            for (mine, theirs) in zip(pts, expected) { XCTAssertEqual(mine, theirs, accuracy: 0.01, "\(name): \(pts), key frames \(keys)") }
+        }
+    }
 }
