@@ -30,8 +30,8 @@ enum MatroskaClusters {
         let end: Int?
         /// The blocks that lie whole within the bytes.
         let blocks: [Block]
-        /// A SimpleBlock whose header lies within the bytes and whose body runs past them (within
-        /// the Cluster): where a key frame ends, known from the first bytes of it.
+        /// A SimpleBlock or BlockGroup whose block header lies within the bytes and whose body runs
+        /// past them (within the Cluster): where a key frame ends, known from the first bytes of it.
         let cut: Block?
     }
 
@@ -62,10 +62,11 @@ enum MatroskaClusters {
                 break
             }
             guard let length = childSize, length <= limit - reader.position else {
-                if id == simpleBlock, let length = childSize, stated.map({ reader.position + length <= $0 }) ?? true,
-                   let header = blockHeader(bytes, at: reader.position) {
-                    cut = Block(position: element, size: reader.position + length - element, track: header.track,
-                                timecode: timecode + Int64(header.relative), keyframe: header.flags & 0x80 != 0)
+                let head = id == simpleBlock ? blockHeader(bytes, at: reader.position).map { ($0.track, $0.relative, $0.flags & 0x80 != 0) }
+                    : id == blockGroup ? groupHead(bytes, body: reader.position) : nil
+                if let length = childSize, stated.map({ reader.position + length <= $0 }) ?? true, let (track, relative, keyframe) = head {
+                    cut = Block(position: element, size: reader.position + length - element, track: track,
+                                timecode: timecode + Int64(relative), keyframe: keyframe)
                 }
                 break
             }
@@ -137,6 +138,19 @@ enum MatroskaClusters {
         guard let track = reader.size() ?? nil, reader.position + 3 <= bytes.count else { return nil }
         let p = reader.position
         return (Int64(track), Int16(bitPattern: UInt16(bytes[p]) << 8 | UInt16(bytes[p + 1])), bytes[p + 2])
+    }
+
+    /// The Block of a BlockGroup whose body runs past `bytes`: a key frame unless a ReferenceBlock
+    /// comes before it (one after it is past the bytes; a Cue point names key frames).
+    private static func groupHead(_ bytes: [UInt8], body: Int) -> (track: Int64, relative: Int16, keyframe: Bool)? {
+        var reader = EBMLReader(bytes: bytes, position: body)
+        var references = false
+        while let id = reader.id(), let size = reader.size(), let n = size {
+            if id == block { return blockHeader(bytes, at: reader.position).map { ($0.track, $0.relative, !references) } }
+            if id == referenceBlock { references = true }
+            reader.position += n
+        }
+        return nil
     }
 
     /// A BlockGroup's Block, a key frame when the group references no other block.
