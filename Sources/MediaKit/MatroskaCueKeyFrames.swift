@@ -28,11 +28,13 @@ extension MatroskaKeyFrames {
               let size = try source.size(), let duration = context.durationSeconds else { return nil }
         // libavformat reads the Cues on its first seek; one that fails is said by the seeks after.
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        // Cue points must reach the duration the Info states; those past the end of a file cut
-        // short are left out, and their times go to the last whole key frame.
-        let listed = context.positionedPoints(stream: stream)
+        // Cue points must reach the duration the Info states, to within two of their widest gaps
+        // (times outside the file are no Cue points); those past the end of a file cut short are
+        // left out, and their times go to the last whole key frame.
+        let (start, end) = (context.startTime, context.startTime + duration)
+        let listed = context.positionedPoints(stream: stream).filter { $0.time >= start - 1 && $0.time <= end + 1 }
         let widest = zip(listed, listed.dropFirst()).map { $1.time - $0.time }.max() ?? 0
-        guard let last = listed.last, last.time >= context.startTime + duration - max(10, 2 * widest) else { return nil }
+        guard listed.count >= 2, let last = listed.last, last.time >= end - 2 * widest else { return nil }
         let points = listed.filter { $0.position < size }
         guard !points.isEmpty else { return nil }
         var cut = listed.first { $0.position >= size }.flatMap { gone in times.contains { $0 >= gone.time } ? gone.time : nil }
@@ -42,8 +44,10 @@ extension MatroskaKeyFrames {
             if !chosen.contains(i) { chosen.append(i) }
         }
         chosen.sort()
-        // A block of the track a second past the Cue's time means the Cue names no block here.
-        let second = context.timestamp(context.startTime + 1, stream: stream) - context.timestamp(context.startTime, stream: stream)
+        // A block of the track a second past the Cue's time means the Cue names no block here; a
+        // key frame within 50 ms of it is the one it names (a muxer's rounding).
+        let second = context.timestamp(start + 1, stream: stream) - context.timestamp(start, stream: stream)
+        let rounding = max(1, (context.timestamp(start + 0.05, stream: stream) - context.timestamp(start, stream: stream)))
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
         try prefetcher.fetch(chosen.flatMap { source.missingRanges(in: points[$0].position..<min(size, points[$0].position + clusterHead)) },
@@ -52,7 +56,7 @@ extension MatroskaKeyFrames {
         for var i in chosen {
             while true {
                 guard let key = try keyFrame(of: points[i], track: track, in: context, stream: stream, size: size, source: source,
-                                             cancellation: cancellation, second: second) else {
+                                             cancellation: cancellation, second: second, rounding: rounding) else {
                     return nil
                 }
                 if key.byteRange.upperBound <= size {
@@ -70,7 +74,7 @@ extension MatroskaKeyFrames {
     /// The key frame the Cue `point` names, read from its Cluster's first bytes on: nil when the
     /// Cluster holds none at its time (a Cluster that ends within the bytes read holds no more).
     private static func keyFrame(of point: IndexEntry, track: Int64, in context: FormatContext, stream: Int, size: Int64,
-                                 source: any MediaSource, cancellation: Cancellation, second: Int64) throws -> IndexEntry? {
+                                 source: any MediaSource, cancellation: Cancellation, second: Int64, rounding: Int64) throws -> IndexEntry? {
         var read = clusterHead
         while true {
             if cancellation.isCancelled { throw MediaError.interrupted }
@@ -78,14 +82,15 @@ extension MatroskaKeyFrames {
             try source.prefetch(range)
             let bytes = try source.bytes(at: range.lowerBound, count: Int(range.count))
             let cluster = MatroskaClusters.cluster(in: bytes, at: 0, whole: false)
-            // The key frame at the Cue's time; else one within a second of it (a muxer's rounding),
-            // whose own time joins libavformat's index: its seek skips the blocks before the time
-            // it seeks to, and would take the next Cluster's key frame, reading all of this one.
+            // The key frame at the Cue's time; else one a rounding from it, whose own time joins
+            // libavformat's index: its seek skips the blocks before the time it seeks to, and
+            // would take the next Cluster's key frame, reading all of this one. (Further off, the
+            // Cues are not to be chosen by.)
             let keys = cluster.map { ($0.blocks + [$0.cut].compactMap { $0 }).filter { $0.track == track && $0.keyframe } } ?? []
             let key = keys.first { $0.timecode == point.timestamp }
                 ?? keys.first { block in
                     let (apart, overflow) = block.timecode.subtractingReportingOverflow(point.timestamp)
-                    return !overflow && apart.magnitude <= second.magnitude
+                    return !overflow && apart.magnitude <= rounding.magnitude
                 }
             if let key {
                 guard key.size <= MatroskaKeyFrames.largestWindow else { return nil }

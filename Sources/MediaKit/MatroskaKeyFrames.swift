@@ -199,13 +199,14 @@ struct MatroskaKeyFrames {
 }
 
 extension MatroskaKeyFrames {
-    /// For a Matroska `context` without Cues: the key frames of `stream` at or before `times`
-    /// (seconds as the container counts) and every other one seen on the way, sorted, each also
-    /// given to libavformat's index so that a seek to its timestamp lands on its Cluster. Nil for
-    /// other files, or when a time could not be found within its reads.
+    /// For a Matroska `context` without Cues (or whose Cues `fromCues` could not choose by): the
+    /// key frames of `stream` at or before `times` (seconds as the container counts) and every
+    /// other one seen on the way, sorted, each also given to libavformat's index so that a seek to
+    /// its timestamp lands on its Cluster. Nil for other files, or when a time could not be found
+    /// within its reads.
     static func index(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double], end: Double,
                       connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
-        guard let head, head.cues == false, let start = head.firstCluster, let track = head.trackNumber(ofStream: stream, in: context),
+        guard let head, head.cues != nil, let start = head.firstCluster, let track = head.trackNumber(ofStream: stream, in: context),
               let size = try source.size() else { return nil }
         let numbers = head.tracks
         try source.prefetch(start..<min(size, start + 64))

@@ -177,14 +177,17 @@ public struct Thumbnailer: Sendable {
                 notes.append(Thumbnailer.cutNote(cut - offset))
             }
         }
-        // A Matroska file without Cues: libavformat would read every Cluster up to each time; the
-        // key frames are found where they are instead, and given to its index.
+        // A Matroska file without Cues, or whose Cues do not place its key frames (lost with a cut,
+        // of another track, times off or outside the file): libavformat would read every Cluster
+        // up to each time, or land where the Cues say; the key frames are found where they are
+        // instead, and given to its index.
         if keyframes.isEmpty, fragments == nil, let duration,
            let found = try MatroskaKeyFrames.index(context, head: matroska, stream: video, source: source,
                                                    times: times.map { offset + min(max(0, $0), duration) }, end: offset + duration,
                                                    connections: connections, cancellation: session.cancellation) {
             keyframes = found
-            notes.append("\(context.formatName) has no Cues: each key frame was found by reading where the Clusters place its time")
+            notes.append("\(context.formatName) has \(matroska?.cues == true ? "Cues that do not place its key frames" : "no Cues"): "
+                         + "each key frame was found by reading where the Clusters place its time")
         }
         let delay = context.decodeDelay(stream: video)
         var inFragments = try fragments?.keyFrames(at: times.map { offset + max(0, $0) }, delay: delay,

@@ -140,4 +140,50 @@ final class LayoutFindingsTests: CLITestCase {
             for (mine, theirs) in zip(pts, expected) { XCTAssertEqual(mine, theirs, accuracy: 0.01, "\(name): \(pts), key frames \(keys)") }
         }
     }
+    /// Cues whose times are half a second before their key frames (a hostile or broken muxer):
+    /// points were chosen by those times, so --at 7.7 gave the key frame of 8 s, after the time,
+    /// and a time 0.5 s past each key frame the one two before. Cues off by more than a rounding
+    /// are not chosen by: the key frames are found where the Clusters are, as without Cues.
+    func testCuesWhoseTimesAreOffAreNotChosenBy() throws {
+        let path = dir.file("www/early.mkv")
+        try recording(path, video: ["-g", "60"], muxing: ["-f", "matroska"])
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func vint(_ at: Int, keepMarker: Bool) -> (value: UInt64, end: Int) {
+            let width = bytes[at].leadingZeroBitCount + 1
+            var value = UInt64(keepMarker ? bytes[at] : bytes[at] & (0xFF >> width))
+            for b in bytes[(at + 1)..<(at + width)] { value = value << 8 | UInt64(b) }
+            return (value, at + width)
+        }
+        let cues: [UInt8] = [0x1C, 0x53, 0xBB, 0x6B]
+        let start = try XCTUnwrap((0..<bytes.count - 4).last { bytes[$0..<$0 + 4].elementsEqual(cues) })
+        let (cuesSize, cuesBody) = vint(start + 4, keepMarker: false)
+        var at = cuesBody, shifted = 0
+        while at < cuesBody + Int(cuesSize) {
+            let (id, sizeAt) = vint(at, keepMarker: true)
+            let (size, body) = vint(sizeAt, keepMarker: false)
+            if id == 0xBB { // a CuePoint: its CueTime, in milliseconds, moved 500 earlier
+                let (childID, childSizeAt) = vint(body, keepMarker: true)
+                let (n, value) = vint(childSizeAt, keepMarker: false)
+                if childID == 0xB3 {
+                    let time = bytes[value..<value + Int(n)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                    if time >= 500 {
+                        let moved = time - 500
+                        for k in 0..<Int(n) { bytes[value + k] = UInt8(truncatingIfNeeded: moved >> (8 * UInt64(Int(n) - 1 - k))) }
+                        shifted += 1
+                    }
+                }
+            }
+            at = body + Int(size)
+        }
+        XCTAssertGreaterThan(shifted, 10)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let nginx = try NginxServer(root: dir.file("www"))
+        let out = dir.file("t")
+        try mprobe(["thumbs", nginx.url("/early.mkv"), "--at", "7.7,16.6,38", "--out", out, "--cache-dir", cacheDir])
+        let keys = try keyFrames(path)
+        let pts = (try manifest(out)["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
+        let expected = [7.7, 16.6, 38].map { time in keys.last { $0 <= time + 0.001 } ?? -1 }
+        XCTAssertEqual(pts.count, 3)
+        for (mine, theirs) in zip(pts, expected) { XCTAssertEqual(mine, theirs, accuracy: 0.01, "\(pts), key frames \(keys)") }
+    }
 }
