@@ -155,8 +155,16 @@ struct FragmentTimeline: Sendable, Equatable {
             }
         }
         guard let lastMoof else { return nil }
-        guard let ends = try ends(ofMoofAt: lastMoof, size: size, guess: 2 * (firstMoof?.size ?? 0),
+        guard var ends = try ends(ofMoofAt: lastMoof, size: size, guess: 2 * (firstMoof?.size ?? 0),
                                   defaults: defaults, source: source, reader: &reader) else { return nil }
+        // A moof per track (Smooth Streaming's ISMV): a track the last moof lacks ends in the last
+        // moof the mfra lists for it.
+        for (id, points) in randomAccess where ends[id] == nil {
+            guard let moof = points.map(\.moof).max(), moof != lastMoof,
+                  let run = try Self.ends(ofMoofAt: moof, size: size, guess: 2 * (firstMoof?.size ?? 0), defaults: defaults,
+                                          source: source, reader: &reader)?[id] else { continue }
+            ends[id] = run
+        }
         // The first fragment is local since the walk: where each track starts, without a request.
         let starts = try firstMoof.flatMap { moof in
             try Self.ends(ofMoofAt: moof.offset, size: size, guess: 0, defaults: defaults, source: source, reader: &reader)
@@ -360,8 +368,13 @@ struct FragmentTimeline: Sendable, Equatable {
         var total: Int64 = 0
         var samples: Int64 = 0
         for (box, body) in reader.children(of: traf) {
-            guard ["tfhd", "tfdt", "trun"].contains(box.type),
-                  let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
+            guard ["tfhd", "tfdt", "trun", "uuid"].contains(box.type),
+                  var bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
+            if box.type == "uuid" {
+                // Smooth Streaming's tfxd, in place of a tfdt (ISMV): the fragment's absolute time.
+                guard bytes.starts(with: tfxd), start == nil else { continue }
+                bytes.removeFirst(tfxd.count)
+            }
             var fields = FieldReader(bytes)
             guard let (version, flags) = fields.versionAndFlags() else { return nil }
             switch box.type {
@@ -372,7 +385,7 @@ struct FragmentTimeline: Sendable, Equatable {
                 if flags & 0x01 != 0 { guard fields.skip(8) else { return nil } } // base data offset
                 if flags & 0x02 != 0 { guard fields.skip(4) else { return nil } } // sample description
                 if flags & 0x08 != 0 { defaultDuration = fields.u32() }
-            case "tfdt":
+            case "tfdt", "uuid":
                 guard let time = fields.uint(version == 1 ? 8 : 4), time <= UInt64(Int64.max / 2) else { return nil }
                 start = Int64(time)
             default: // trun
@@ -397,6 +410,9 @@ struct FragmentTimeline: Sendable, Equatable {
         guard let id, let start, let end = add(start, 1, times: total) else { return nil }
         return (id, Run(end: end, samples: samples, duration: total))
     }
+
+    /// The extended type of Smooth Streaming's TfxdBox.
+    private static let tfxd: [UInt8] = [0x6D, 0x1D, 0x9B, 0x05, 0x42, 0xD5, 0x44, 0xE6, 0x80, 0xE2, 0x14, 0x1D, 0xAF, 0xF7, 0x57, 0xB2]
 
     /// `base + count × each`, nil when a hostile file makes it overflow.
     private static func add(_ base: Int64, _ count: Int64, times each: Int64) -> Int64? {

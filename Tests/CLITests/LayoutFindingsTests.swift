@@ -186,4 +186,21 @@ final class LayoutFindingsTests: CLITestCase {
         XCTAssertEqual(pts.count, 3)
         for (mine, theirs) in zip(pts, expected) { XCTAssertEqual(mine, theirs, accuracy: 0.01, "\(pts), key frames \(keys)") }
     }
+    /// Smooth Streaming's ISMV: a moof per track, and no tfdt (a tfxd box gives each fragment's
+    /// time). Its probe read every fragment (11 requests, 15 MB of 16); now the last moof the mfra
+    /// lists for each track, and the tfxd: 3 requests. The audio ends one AAC frame (23 ms) before
+    /// the sum of its sample durations, which ffprobe reports: ffmpeg's muxer writes it so.
+    func testAnISMVIsProbedFromItsMfraAndTfxdBoxes() throws {
+        let path = dir.file("www/a.ismv")
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        try ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=60", "-f", "lavfi", "-i", "sine=duration=60",
+                    "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "2M", "-g", "30", "-bf", "0", "-c:a", "aac", "-f", "ismv", path])
+        let nginx = try NginxServer(root: dir.file("www"))
+        let probe = try json(try mprobe([nginx.url("/a.ismv"), "--json", "--cache-dir", cacheDir]))
+        let log = try nginx.accessLog()
+        XCTAssertLessThanOrEqual(log.count, 3, "\(log.map { $0.range ?? "-" })")
+        XCTAssertLessThan(log.reduce(0) { $0 + $1.bodyBytesSent }, 256 << 10)
+        let truth = try runProcess("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path]).stdoutString
+        XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(truth.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1, accuracy: 0.03)
+    }
 }
