@@ -103,7 +103,7 @@ public struct Checker: Sendable {
         let windowStart = offset + start, windowEnd = windowStart + seconds
         var results: [Int: TrackResult] = [:]
         var decoders: [Int: Decoder] = [:]
-        let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
+        let end = WindowEnd(windowEnd, streams: streams, in: context)
         for index in streams {
             results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
             do {
@@ -134,10 +134,7 @@ public struct Checker: Sendable {
             guard more else { break }
             let index = packet.streamIndex
             guard results[index] != nil, results[index]?.complete == false else { continue }
-            // The window ends at the first packet whose decode time, plus the stream's decode delay
-            // (as the planner counts it), reaches its end.
-            if let ts = packet.dts.map({ $0.saturatingAdd(delays[index, default: 0]) }) ?? packet.pts,
-               context.seconds(ts, stream: index) >= windowEnd {
+            if end.reached(by: packet, in: context) {
                 results[index]?.complete = true
                 continue
             }

@@ -85,10 +85,14 @@ public struct PrefetchPlanner: Sendable {
         // way): an offline open and seek reads it again.
         var placedHeader: ByteRangeSet?
         if !indexed {
+            // Whether a Matroska file has Cues, from its head: read once, for both placings below.
+            let cues = try MatroskaHead(context, source: source)?.cues
             let clusters = try PrefetchPlanner.fragmentWindow(context: context, streams: ordered, source: source,
                                                               from: windowStart, to: windowEnd)
-                ?? PrefetchPlanner.pointWindow(context: context, streams: ordered, source: source, from: windowStart, to: windowEnd)
-            let (range, why) = try clusters.map { ($0.range, $0.why) } ?? estimate(context: context, source: source, start: start, seconds: seconds)
+                ?? PrefetchPlanner.pointWindow(context: context, streams: ordered, source: source, cues: cues, from: windowStart,
+                                               to: windowEnd)
+            let (range, why) = try clusters.map { ($0.range, $0.why) }
+                ?? estimate(context: context, source: source, cues: cues, start: start, seconds: seconds)
             estimated = clusters == nil
             sampleSet.insert(range)
             note = why
@@ -217,19 +221,14 @@ public struct PrefetchPlanner: Sendable {
     /// after all. A plan from the sample index misses nothing, and this reads only cached bytes.
     static func readAsAPlayer(context: FormatContext, streams: [Int], start: Double, seconds: Double,
                               cancellation: Cancellation) throws {
-        let windowStart = context.startTime + start, windowEnd = windowStart + seconds
+        let windowStart = context.startTime + start
         if start > 0 { try context.seek(seconds: windowStart) }
         var open = Set(streams)
-        let delays = Dictionary(uniqueKeysWithValues: streams.map { ($0, context.decodeDelay(stream: $0)) })
+        let end = WindowEnd(windowStart + seconds, streams: streams, in: context)
         let packet = try Packet()
         while !open.isEmpty, try context.readPacket(into: packet) {
             if cancellation.isCancelled { throw MediaError.interrupted }
-            let index = packet.streamIndex
-            // Where `check` sees a track's window end: a decode time, plus the decode delay, past it.
-            if let ts = packet.dts.map({ $0.saturatingAdd(delays[index, default: 0]) }) ?? packet.pts,
-               context.seconds(ts, stream: index) >= windowEnd {
-                open.remove(index)
-            }
+            if end.reached(by: packet, in: context) { open.remove(packet.streamIndex) }
         }
     }
 
@@ -313,11 +312,10 @@ public struct PrefetchPlanner: Sendable {
     /// its index holds the key frames it has met): the planner seeks to the beginning first, which
     /// those key frames already cover — a seek further into a file without Cues would read its way
     /// there cluster by cluster.
-    private static func pointWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
+    private static func pointWindow(context: FormatContext, streams: [Int], source: any MediaSource, cues: Bool?, from: Double,
                                     to: Double) throws -> PointWindow? {
         guard context.formatName.hasPrefix("matroska") || context.formatName == "mp3", let size = try source.size() else { return nil }
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        let cues = try MatroskaHead(context, source: source)?.cues
         // Cues place a window past their last point too: from there to the end of the file.
         guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
               let last = points.last, last.time >= from || cues == true else { return nil }
@@ -367,13 +365,13 @@ public struct PrefetchPlanner: Sendable {
     }
 
     /// A byte window from the overall bit rate, for containers without an index (MPEG-TS, some MKV).
-    private func estimate(context: FormatContext, source: any MediaSource, start: Double,
+    private func estimate(context: FormatContext, source: any MediaSource, cues: Bool?, start: Double,
                           seconds: Double) throws -> (Range<Int64>, String) {
         guard let size = try source.size() else {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no known size here: "
                                         + "nothing tells which bytes hold \(start) s, so no window can be prefetched")
         }
-        let noCues = try MatroskaHead(context, source: source)?.cues == false
+        let noCues = cues == false
         if noCues, start > 0 {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) without Cues: a player seeks in it by "
                                         + "reading every Cluster before the time, so no window at \(start) s can be prefetched "
