@@ -164,16 +164,17 @@ public struct Thumbnailer: Sendable {
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
+        // The times as the container counts them.
+        let containerTimes = times.map { offset + max(0, $0) }
         // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head;
         // the key frames --skip-black may go on to are every Cue point's.
         var nextKeyFrames: [IndexEntry]?
         if keyframes.isEmpty, fragments == nil,
-           let cued = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source,
-                                                     times: times.map { offset + max(0, $0) }, connections: connections,
-                                                     cancellation: session.cancellation) {
-            keyframes = cued.found
-            nextKeyFrames = cued.points
-            if let cut = cued.cut {
+           let cues = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source, times: containerTimes,
+                                                     connections: connections, cancellation: session.cancellation) {
+            keyframes = cues.found
+            nextKeyFrames = cues.points
+            if let cut = cues.cut {
                 notes.append(Thumbnailer.cutNote(cut - offset))
             }
         }
@@ -190,7 +191,7 @@ public struct Thumbnailer: Sendable {
                          + "each key frame was found by reading where the Clusters place its time")
         }
         let delay = context.decodeDelay(stream: video)
-        var inFragments = try fragments?.keyFrames(at: times.map { offset + max(0, $0) }, delay: delay,
+        var inFragments = try fragments?.keyFrames(at: containerTimes, delay: delay,
                                                    connections: connections, cancellation: session.cancellation)
         // A fragmented file without an index (OpenedInput's `.keyFrames`), or whose index lists
         // samples that are not sync samples: the sync samples found by FragmentScan (with the
@@ -200,14 +201,14 @@ public struct Thumbnailer: Sendable {
         if var scanned = fragments, let layout = opened.layout,
            scanned.timeline.foundThrough == .tail || inFragments?.contains(where: { $0 == nil }) == true {
             let known = scanned.timeline.randomAccess[scanned.track] ?? []
-            guard let points = try FragmentScan.randomAccess(at: times.map { offset + max(0, $0) }, delay: delay, track: scanned.track,
+            guard let points = try FragmentScan.randomAccess(at: containerTimes, delay: delay, track: scanned.track,
                                                              timeline: scanned.timeline, layout: layout, known: known, source: source,
                                                              connections: connections, cancellation: session.cancellation)
             else { throw FragmentScan.Unplaced() }
             scanned.timeline.randomAccess = [scanned.track: points]
             fragments = scanned
             fromBytes = true
-            inFragments = try scanned.keyFrames(at: times.map { offset + max(0, $0) }, delay: delay, connections: connections,
+            inFragments = try scanned.keyFrames(at: containerTimes, delay: delay, connections: connections,
                                                 cancellation: session.cancellation)
         }
         let chosen = inFragments?.map { $0?.entry }
