@@ -3,12 +3,14 @@
 
 Usage: floor.py thumbs FILE MANIFEST.json     (the pictures of a thumbnail job's manifest)
        floor.py prefetch FILE START SECONDS   (a window a player starts at START and plays)
-Prints "FLOOR_BYTES WHAT". Both count the bytes that say where the key frames are and how long
+       floor.py probe FILE                    (the header and index alone)
+Prints "FLOOR_BYTES WHAT". All count the bytes that say where the key frames are and how long
 the file is —
   MP4: ftyp + moov, and every sidx, or else the mfra and the last moof (the duration is its tfdt
   plus its run); a fragmented MP4's index places fragments, so the moof of each fragment a job
   reads from too (its trun says where the samples are); Matroska: everything before the first
-  Cluster and the Cues; MP3: the Xing/Info frame (its table of contents) —
+  Cluster and the Cues; MP3: the Xing/Info frame (its table of contents); MPEG-TS: its tables
+  before the first PES (a probe's bound, issue 14's, is this and 256 KiB) —
 plus, for thumbnails, the video packets of the key frames the pictures were decoded from (their
 pts in the manifest, looked up in ffprobe's packet list), and for a prefetch, every packet of
 every track from the video key frame at or before START (an MP3's table-of-contents point) to
@@ -143,6 +145,17 @@ def mp3_index(data_path):
     return 144 * bitrate // rate + padding if rate and bitrate else 0
 
 
+def ts_tables(data_path):
+    """The bytes of an MPEG-TS before its first PES: the tables (PAT, PMT, SDT) that name its streams."""
+    with open(data_path, "rb") as f:
+        head = f.read(1 << 20)
+    for at in range(0, len(head) - 188, 188):
+        payload = at + 4 + (1 + head[at + 4] if head[at + 3] & 0x20 else 0)
+        if head[at + 1] & 0x40 and head[payload:payload + 3] == b"\0\0\x01":
+            return at
+    return 0
+
+
 def main():
     job, data_path = sys.argv[1], sys.argv[2]
     boxes = []
@@ -154,7 +167,10 @@ def main():
     elif data_path.endswith(".mp3"):
         index, indexed = mp3_index(data_path), True
     else:
-        index, indexed = 0, False
+        index, indexed = ts_tables(data_path), False
+    if job == "probe":
+        print(index, "header + index")
+        return
     if not indexed:
         print("- no index")
         return

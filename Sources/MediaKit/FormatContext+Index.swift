@@ -106,6 +106,15 @@ extension FormatContext {
 
     public var bitRate: Int64? { pointer.pointee.bit_rate > 0 ? pointer.pointee.bit_rate : nil }
 
+    /// Sets the duration found outside libavformat, and the bit rate it gives a file of `bytes`, as
+    /// libavformat sets them from a duration of its own.
+    func setDuration(seconds: Double, bytes: Int64) {
+        let duration = Int64(exactly: (seconds * Double(AV_TIME_BASE)).rounded()) ?? 0
+        guard duration > 0 else { return }
+        pointer.pointee.duration = duration
+        pointer.pointee.bit_rate = Int64(exactly: (Double(bytes) * 8 * Double(AV_TIME_BASE) / Double(duration)).rounded(.down)) ?? 0
+    }
+
     /// The stream libavformat would pick for `kind` (the default track), if any.
     /// The corresponding FFmpeg function is `av_find_best_stream`.
     public func bestStream(_ kind: TrackInfo.Kind) -> Int? {

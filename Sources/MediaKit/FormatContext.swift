@@ -12,6 +12,10 @@ public final class FormatContext {
     /// Where the tracks of a fragmented MP4 end and where its sync samples are, read from its index
     /// and last fragment, when libavformat was told not to read every fragment (`Fragments`).
     let fragmentTimeline: FragmentTimeline?
+    /// Its stream info was read from the first packets only (`headAnalysis`).
+    private(set) var analysedFromTheHead = false
+    /// An MPEG-TS probed from its head, whose durations `TransportStreamTail` is to set.
+    private(set) var durationsLeftToTheTail = false
 
     /// How libavformat's mov demuxer reads the `moof` boxes of a fragmented MP4.
     enum Fragments: Equatable {
@@ -46,11 +50,12 @@ public final class FormatContext {
     /// fragment holds each track's samples in one run, video first, so the first audio packet is
     /// half a megabyte into a two-second 720p fragment.
     ///
-    /// With `headAnalysis` (a probe), an MPEG-TS has its stream info read from the head alone
-    /// (`headAnalysisBytes`) instead of libavformat's 5 s: without an index that is bytes nobody
-    /// else needs, and the durations come from the tail's timestamps all the same.
+    /// With `headAnalysis` (a probe: 1, 4, 16...), an MPEG-TS or a Matroska file has its stream info
+    /// read from the head alone (that many times `headAnalysisBytes`) instead of libavformat's 5 s:
+    /// without an index that is bytes nobody else needs, and the durations come from the Info or
+    /// the tail's timestamps all the same.
     init(source: any MediaSource, findStreamInfo: Bool, fragments requested: Fragments, timeline: FragmentTimeline?,
-         headAnalysis: Bool = false, cancellation: Cancellation?) throws {
+         headAnalysis: Int64 = 0, cancellation: Cancellation?) throws {
         let fragments = timeline == nil ? .every : requested
         fragmentTimeline = fragments == .every ? nil : timeline
         try FFmpegLibraries.require()
@@ -88,8 +93,15 @@ public final class FormatContext {
         }
         if findStreamInfo {
             let set = fragments == .every ? [] : FormatContext.limitStreamInfoToTheFirstKeyFrame(opened)
-            if headAnalysis, FormatContext.analysedFromTheHead.contains(String(cString: opened.pointee.iformat.pointee.name)) {
-                opened.pointee.probesize = FormatContext.headAnalysisBytes
+            let format = String(cString: opened.pointee.iformat.pointee.name)
+            if headAnalysis > 0, let bytes = FormatContext.headAnalysisBytes[format] {
+                opened.pointee.probesize = bytes * headAnalysis
+                analysedFromTheHead = true
+            }
+            // Its durations from a tail read sized for a probe (TransportStreamTail), not the last 250,000 bytes.
+            if headAnalysis > 0 && format == "mpegts" && opened.pointee.nb_programs <= 1 {
+                opened.pointee.skip_estimate_duration_from_pts = 1
+                durationsLeftToTheTail = true
             }
             let rc = ff.avformat_find_stream_info(opened, nil)
             for stream in set { stream.pointee.discard = AVDISCARD_DEFAULT }
@@ -103,13 +115,14 @@ public final class FormatContext {
         pointer = opened
     }
 
-    /// Containers whose probe analyses only their head: no index, so libavformat's analysis reads
-    /// 5 s of packets for what the first few hundred kilobytes tell — but for running averages,
-    /// such as an AAC stream's bit rate (over 0.4 s instead of 5 s: 128,326 b/s instead of
-    /// ffprobe's 130,584 for a true 130,596).
-    static let analysedFromTheHead: Set<String> = ["mpegts"]
-    /// What a head analysis reads of packets; the demuxer's buffering takes it to about 200 KB.
-    static let headAnalysisBytes: Int64 = 160 << 10
+    /// Containers whose probe analyses only their head, and how many bytes of packets: without an
+    /// index libavformat's analysis reads 5 s of packets for what the first ones tell, and the
+    /// demuxer's buffering takes what it reads half as much again. An MPEG-TS carries its
+    /// parameter sets in its packets; its AAC bit rate is a running average over them (124,593 b/s
+    /// over 0.2 s where ffprobe's is 130,584 over 5 s, for a true 130,596). A Matroska file's Tracks
+    /// state what the packets would, and its first packets give the rest (pixel format, frame
+    /// rate), as ffprobe's own output with `-probesize 32768` shows.
+    static let headAnalysisBytes: [String: Int64] = ["mpegts": 64 << 10, "matroska,webm": firstPacketsBytes]
 
     /// The stream info of a fragmented file from its first video key frame: the key frame gives the
     /// video's pixel format; libavformat's frame-rate estimate would read a second of video and the

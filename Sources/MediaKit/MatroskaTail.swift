@@ -5,12 +5,13 @@ import MediaSource
 /// Cluster's Timecode plus the largest relative timecode of its blocks. libavformat, without Cues
 /// or a Duration, would have to read every Cluster to know it; ffprobe reports none.
 ///
-/// A bounded read of the tail (256 KiB, then 4 and 16 MiB: a writer to a pipe closes a Cluster
-/// every 32 KiB or so, a recorder at each key frame), searched backwards for the last whole
-/// Cluster (`MatroskaClusters`). The time lacks the last frame's own duration (a frame, 20–40 ms),
-/// which nothing in the file states.
+/// A bounded read of the tail, searched backwards for the last whole Cluster (`MatroskaClusters`):
+/// 128 KiB first (a writer to a pipe closes a Cluster every 32 KiB or so), as much as a probe reads
+/// of the head (`OpenedInput.probeHeadRead`); then 1, 4 and 16 MiB (a recorder closes one at each
+/// key frame). The time lacks the last frame's own duration (a frame, 20–40 ms), which nothing in
+/// the file states.
 enum MatroskaTail {
-    static let scans: [Int64] = [256 << 10, 4 << 20, 16 << 20]
+    static let scans: [Int64] = [128 << 10, 1 << 20, 4 << 20, 16 << 20]
 
     /// For a Matroska `context` that states no duration: seconds from its start to its last block.
     /// Nil for other containers, or when no Cluster is found.

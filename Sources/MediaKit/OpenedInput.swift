@@ -51,8 +51,9 @@ struct OpenedInput {
                     try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof).prefetch(from: moof.offset)
                 }
             case .first:
-                // With a sidx libavformat stops at it and takes the duration from it: at the floor.
-                if !layout.hasSegmentIndex && timeline == nil { timeline = try FragmentTimeline.read(layout: layout, source: source) }
+                // A sidx's timeline is read from the head: libavformat would take the durations
+                // from it too, but analyse the whole first fragment (0.5 MB of a 2 s 720p one).
+                if timeline == nil { timeline = try FragmentTimeline.read(layout: layout, source: source) }
             case .throughIndex:
                 // With a sidx it stops too, and its index then holds the first fragment only: the
                 // sidx (or the mfra) places the others. B-frames make it read them all (see
@@ -68,16 +69,16 @@ struct OpenedInput {
             }
         }
         // A probe of a file without boxes, and any job on a Matroska file, reads the head in at
-        // most `headRead` bytes (the first request's and one more), not a readahead window doubled
-        // past what the analysis reads: 0.5 MB of a Matroska file's first Cluster for a prefetch
-        // of 3.2 MB at 300 s. (An MPEG-TS's full analysis reads seconds of packets: there the
-        // doubling windows serve it in fewer requests.)
+        // most `probeHeadRead` or `headRead` bytes (the first request's and one more), not a
+        // readahead window doubled past what the analysis reads: 0.5 MB of a Matroska file's first
+        // Cluster for a prefetch of 3.2 MB at 300 s. (An MPEG-TS's full analysis reads seconds of
+        // packets: there the doubling windows serve it in fewer requests.)
         let probesHead = fragments == .first && layout == nil
         let holdsHead = probesHead || (layout == nil && MatroskaHead.startsAMatroskaFile(source))
-        if holdsHead { source.limitReadahead(to: OpenedInput.headRead) }
+        if holdsHead { source.limitReadahead(to: probesHead ? OpenedInput.probeHeadRead : OpenedInput.headRead) }
         defer { if holdsHead { source.limitReadahead(to: nil) } }
         let layout = self.layout
-        let open = { (headAnalysis: Bool) in
+        let open = { (headAnalysis: Int64) in
             do {
                 return try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments, timeline: timeline,
                                          headAnalysis: headAnalysis, cancellation: session.cancellation)
@@ -85,15 +86,30 @@ struct OpenedInput {
                 throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
             }
         }
-        var context = try open(probesHead && findStreamInfo)
-        // A stream whose packets the head did not reach: analysed again as ffprobe would, over the
-        // bytes already fetched and those after them.
-        if probesHead && findStreamInfo && context.leavesAStreamUndescribed { context = try open(false) }
+        let analysesHead = probesHead && findStreamInfo
+        var context = try open(analysesHead ? 1 : 0)
+        if analysesHead {
+            // A stream whose packets the head did not reach (audio after a large first key frame):
+            // analysed again over four times as many bytes, then sixteen times, then as ffprobe
+            // would, over the bytes already fetched and those after them; the last also when the
+            // tail gave no durations.
+            for scale: Int64 in [4, 16] where context.analysedFromTheHead && context.leavesAStreamUndescribed {
+                context = try open(scale)
+            }
+            if try context.analysedFromTheHead && context.leavesAStreamUndescribed
+                || context.durationsLeftToTheTail && !TransportStreamTail.apply(to: context, source: source) {
+                context = try open(0)
+            }
+        }
         self.context = context
     }
 
     /// The head read of a file that has no box index to say where its header ends.
     static let headRead: Int64 = 256 << 10
+    /// The same for a probe, which analyses the first packets only (`FormatContext.headAnalysisBytes`):
+    /// with a tail read of as much where the duration is at the end (`TransportStreamTail`,
+    /// `MatroskaTail`), a probe reads no more than 256 KiB past the header.
+    static let probeHeadRead: Int64 = 128 << 10
 
     /// What this job has cost so far.
     var cost: SourceCounters { source.counters.since(before) }

@@ -41,10 +41,47 @@ final class TransportStreamTests: CLITestCase {
         let probe = try json(try mprobe([nginx.url("/rec.ts"), "--json", "--cache-dir", cacheDir]))
         try assertDescribedAsFFprobe(probe, www + "/rec.ts")
         let log = try nginx.accessLog()
-        // The head (the first request's 64 KiB and the rest of 256 KiB), then the last 250,000
-        // bytes, where libavformat finds the last timestamps. Before: 5 s of packets, 4 requests.
+        // The head (the first request's 64 KiB and the rest of 128 KiB), then the last 128 KiB,
+        // where the last timestamps are. Before: the head's 256 KiB and libavformat's last 250,000
+        // bytes; before that 5 s of packets, 4 requests.
         XCTAssertLessThanOrEqual(log.count, 3, "\(log.map { $0.range ?? "-" })")
-        XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, (256 << 10) + 250_000)
+        XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, 256 << 10)
+    }
+
+    /// The durations a probe reads from the tail's timestamps (`TransportStreamTail`) are
+    /// ffprobe's — the file's and each stream's — with B-frames, 192-byte packets (M2TS), a file
+    /// cut inside a packet, audio that ends 10 s before the video (its timestamps are further back
+    /// than the first tail read), and AC-3 (a fixed frame of 1536 samples).
+    func testDurationsFromTheTailAreFFprobesInEveryPacketLayout() throws {
+        let www = dir.file("www")
+        try encodeRecording(dir.file("b.ts"), muxing: ["-b:v", "2M", "-f", "mpegts"], bFrames: true)
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let variants: [(String, [String])] = [
+            ("m2ts.m2ts", ["-c", "copy", "-f", "mpegts", "-mpegts_m2ts_mode", "1"]),
+            ("audio-early.ts", ["-c:v", "copy", "-af", "atrim=0:30", "-c:a", "aac", "-f", "mpegts"]),
+            ("ac3.ts", ["-c:v", "copy", "-c:a", "ac3", "-f", "mpegts"]),
+        ]
+        for (name, args) in variants {
+            let r = try runProcess("ffmpeg", ["-v", "error", "-i", dir.file("b.ts")] + args + [www + "/" + name])
+            XCTAssertEqual(r.status, 0, r.stderr)
+        }
+        let whole = try Data(contentsOf: URL(fileURLWithPath: dir.file("b.ts")))
+        try whole.write(to: URL(fileURLWithPath: www + "/b.ts"))
+        try whole.prefix(whole.count * 2 / 3 + 100).write(to: URL(fileURLWithPath: www + "/cut.ts"))
+        let nginx = try NginxServer(root: www)
+        for name in ["b.ts", "cut.ts"] + variants.map(\.0) {
+            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            let peer = try ffprobe(www + "/" + name)
+            let format = try XCTUnwrap(peer["format"] as? [String: Any])
+            XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01, name)
+            let tracks = probe["tracks"] as? [[String: Any]] ?? []
+            let streams = peer["streams"] as? [[String: Any]] ?? []
+            XCTAssertEqual(tracks.count, streams.count, name)
+            for (track, stream) in zip(tracks, streams) {
+                XCTAssertEqual(track["duration"] as? Double ?? 0, Double(stream["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01,
+                               "\(name): \(stream["codec_name"] ?? "")")
+            }
+        }
     }
 
     /// A stream the head does not reach (audio starting 4 s, a megabyte, in) is analysed as

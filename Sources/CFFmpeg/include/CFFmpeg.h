@@ -35,7 +35,8 @@
     X(av_color_range_name) X(av_color_space_name) X(av_color_transfer_name) X(av_dict_free) \
     X(av_dict_get) X(av_dict_set) X(av_display_rotation_get) X(av_find_best_stream) \
     X(av_fourcc_make_string) X(av_frame_alloc) X(av_frame_free) X(av_frame_get_buffer) X(av_frame_ref) \
-    X(av_frame_unref) X(av_free) X(av_freep) X(av_get_bits_per_sample) X(av_get_media_type_string) \
+    X(av_frame_unref) X(av_free) X(av_freep) X(av_get_audio_frame_duration2) X(av_get_bits_per_sample) \
+    X(av_get_media_type_string) \
     X(av_get_pix_fmt_name) X(av_get_sample_fmt_name) X(av_guess_sample_aspect_ratio) \
     X(av_image_fill_black) X(av_log_set_level) X(av_malloc) X(av_max_alloc) X(av_new_packet) X(av_opt_get) \
     X(av_opt_next) X(av_opt_set) X(av_packet_alloc) X(av_packet_free) X(av_packet_side_data_name) \
