@@ -9,7 +9,7 @@ the file is —
   MP4: ftyp + moov, and every sidx, or else the mfra and the last moof (the duration is its tfdt
   plus its run); a fragmented MP4's index places fragments, so the moof of each fragment a job
   reads from too (its trun says where the samples are); Matroska: everything before the first
-  Cluster and the Cues; MP3: the Xing/Info frame (its table of contents); MPEG-TS: its tables
+  Cluster and the Cues; MP3: its ID3v2 tag and Xing/Info frame (its table of contents); MPEG-TS: its tables
   before the first PES (a probe's bound, issue 14's, is this and 256 KiB) —
 plus, for thumbnails, the video packets of the key frames the pictures were decoded from (their
 pts in the manifest, looked up in ffprobe's packet list), and for a prefetch, every packet of
@@ -116,14 +116,27 @@ def key_frames(listed, video, manifest):
     return {keys[min(keys, key=lambda k: abs(k - p))] for p in pictures}
 
 
-def window(listed, video, start, seconds, seek_step=None):
+def window(listed, video, start, seconds):
     """(position, size) of every packet from where a player seeking to `start` reads — the video
-    key frame at or before it, or the table-of-contents point (`seek_step` apart) — to its end."""
+    key frame at or before it — to its end."""
     keys = [t for stream, t, _, _, key in listed if stream == video and key and t <= start + 1e-6]
     first = max(keys) if keys else start
-    if seek_step:
-        first = int(start / seek_step) * seek_step
     return {(pos, size) for _, t, pos, size, _ in listed if first - 1e-6 <= t < start + seconds}
+
+
+def toc_window(data_path, start, seconds):
+    """(position, size) of the packets an MP3 player reads from `start` to its end: ffprobe seeking
+    as a player does, to the table-of-contents point at or before the time (the start time
+    counted, as the times of the points are), and reading on from there. The times it gives the
+    packets are the point's and the frames' after it: no packet list read from the start says
+    which bytes those are, since the points' positions are hundredths of the size, not frames."""
+    offset = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0", data_path],
+                                  check=True, capture_output=True, text=True).stdout or 0)
+    interval = f"{start + offset}%{start + offset + seconds}"
+    out = subprocess.run(["ffprobe", "-v", "error", "-usetoc", "1", "-read_intervals", interval, "-show_entries",
+                          "packet=pts_time,size,pos", "-of", "json", data_path], check=True, capture_output=True, text=True).stdout
+    return {(int(p["pos"]), int(p["size"])) for p in json.loads(out)["packets"]
+            if float(p["pts_time"]) < start + offset + seconds}
 
 
 def duration(data_path):
@@ -132,7 +145,8 @@ def duration(data_path):
 
 
 def mp3_index(data_path):
-    """The first frame's bytes, after an ID3v2 tag: the Xing/Info frame of a VBR file."""
+    """An ID3v2 tag (a player reads it as it opens the file) and the first frame: the Xing/Info
+    frame of a VBR file."""
     with open(data_path, "rb") as f:
         head = f.read(1 << 20)
     at = 0
@@ -142,7 +156,7 @@ def mp3_index(data_path):
     rates = [44100, 48000, 32000, 0]
     header = head[at:at + 4]
     bitrate, rate, padding = bitrates[header[2] >> 4] * 1000, rates[(header[2] >> 2) & 3], (header[2] >> 1) & 1
-    return 144 * bitrate // rate + padding if rate and bitrate else 0
+    return at + (144 * bitrate // rate + padding if rate and bitrate else 0)
 
 
 def ts_tables(data_path):
@@ -181,8 +195,10 @@ def main():
     else:
         # An MP3's Xing table of contents has a point every hundredth of the duration: a player
         # (libavformat's usetoc) seeks to the one at or before the time and reads on from it.
-        step = duration(data_path) / 100 if data_path.endswith(".mp3") else None
-        read = window(listed, video, float(sys.argv[3]), float(sys.argv[4]), step)
+        if data_path.endswith(".mp3"):
+            read = toc_window(data_path, float(sys.argv[3]), float(sys.argv[4]))
+        else:
+            read = window(listed, video, float(sys.argv[3]), float(sys.argv[4]))
     moofs = {max((b for b in boxes if b[0] == "moof" and b[1] < pos), key=lambda b: b[1], default=("", 0, 0))
              for pos, _ in read}
     print(index + sum(size for _, _, size in moofs) + sum(size for _, size in read), "index + packets")

@@ -8,7 +8,7 @@
 #   fragmented with sidx           -movflags dash+global_sidx (one sidx per track, as DASH on demand)
 #   Matroska with Cues             ffmpeg's matroska muxer (SeekHead, Cues at the end)
 #   Matroska without Cues          written to a pipe, as a browser's MediaRecorder writes WebM
-#   MP3 VBR                        libmp3lame -q:a 4 (Xing header)
+#   MP3 VBR                        libmp3lame -q:a 4 (Xing header), of the tone and of pink noise
 #   MPEG-TS                        -f mpegts
 # Usage: bench/layouts.sh [JOBS="probe prefetch thumbs"]
 set -euo pipefail
@@ -33,6 +33,11 @@ layout frag-sidx.mp4 -c copy -movflags dash+global_sidx -f mp4
 layout cues.mkv -c copy -f matroska
 [ -s "$L/no-cues.mkv" ] || ffmpeg -hide_banner -loglevel error -i "$SRC" -c copy -f matroska - > "$L/no-cues.mkv"
 layout vbr.mp3 -vn -c:a libmp3lame -q:a 4 -f mp3
+# The recording's tone encodes at 32 kb/s: the same quality setting over stereo pink noise gives a
+# music bit rate (140 kb/s).
+noise="anoisesrc=c=pink:a=0.2:d=600:r=44100"
+[ -s "$L/music.mp3" ] || ffmpeg -hide_banner -loglevel error -filter_complex "$noise:s=1[a];$noise:s=2[b];[a][b]amerge=inputs=2" \
+    -c:a libmp3lame -q:a 4 -f mp3 "$L/music.mp3"
 layout stream.ts -c copy -f mpegts
 ln -sf ../long-faststart.mp4 "$L/faststart.mp4"
 ln -sf ../long-moov-end.mp4 "$L/moov-end.mp4"
@@ -50,7 +55,7 @@ floor_of() {
     if [ "$floor" = - ]; then echo "- -"; else echo "$(mb "$floor") $(python3 -c "print(f'{$sent / $floor:.2f}')")"; fi
 }
 
-FILES="faststart.mp4 moov-end.mp4 frag-mfra.mp4 frag-no-mfra.mp4 frag-sidx.mp4 cues.mkv no-cues.mkv vbr.mp3 stream.ts"
+FILES="faststart.mp4 moov-end.mp4 frag-mfra.mp4 frag-no-mfra.mp4 frag-sidx.mp4 cues.mkv no-cues.mkv vbr.mp3 music.mp3 stream.ts"
 if [[ " $JOBS " == *" probe "* ]]; then
     echo "## Cold probe"
     echo
@@ -101,7 +106,7 @@ if [[ " $JOBS " == *" thumbs "* ]]; then
     echo "| layout | req | MB sent | floor MB | × floor | ffmpeg req | ffmpeg MB sent |"
     echo "|---|---|---|---|---|---|---|"
     for f in $FILES; do
-        [ "$f" = vbr.mp3 ] && continue
+        [[ "$f" == *.mp3 ]] && continue
         url="http://127.0.0.1:$NGINX_PORT/$f"
         rm -rf "$WORK/cache" "$WORK/thumbs"; : > "$NGINX_LOG"
         "$M" thumbs "$url" --count 10 --out "$WORK/thumbs" --cache-dir "$WORK/cache" > /dev/null 2>&1 || echo "  (thumbs failed for $f)" >&2

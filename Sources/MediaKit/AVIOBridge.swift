@@ -29,14 +29,16 @@ final class AVIOBridge {
     /// Every byte handed to FFmpeg: what opening a file needs, which a prefetch plan must include.
     private(set) var bytesRead = ByteRangeSet()
 
-    init(source: any MediaSource, cancellation: Cancellation?) throws {
+    /// `bufferSize` is what libavformat asks of each read: what it takes past the bytes it needs
+    /// where they end (a miss is fetched whole, however short the read it could do with).
+    init(source: any MediaSource, cancellation: Cancellation?, bufferSize: Int32 = AVIOBridge.bufferSize) throws {
         self.source = source
         self.cancellation = cancellation
-        guard let buffer = ff.av_malloc(Int(AVIOBridge.bufferSize)) else {
+        guard let buffer = ff.av_malloc(Int(bufferSize)) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "av_malloc")
         }
         let opaque = Unmanaged.passUnretained(self).toOpaque()
-        guard let ctx = ff.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), AVIOBridge.bufferSize, 0, opaque,
+        guard let ctx = ff.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 0, opaque,
                                            avioRead, nil, avioSeek) else {
             ff.av_free(buffer)
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avio_alloc_context")

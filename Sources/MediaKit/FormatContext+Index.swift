@@ -129,6 +129,12 @@ extension FormatContext {
         return index >= 0 ? Int(index) : nil
     }
 
+    /// A picture stored with the media (cover art), not a track with a timeline.
+    func isAttachedPicture(stream index: Int) -> Bool {
+        guard let st = stream(index) else { return false }
+        return st.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0
+    }
+
     public func kind(ofStream index: Int) -> TrackInfo.Kind {
         guard let st = stream(index) else { return .unknown }
         return TrackInfo.Kind(st.pointee.codecpar.pointee.codec_type)

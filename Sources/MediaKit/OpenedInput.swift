@@ -28,6 +28,8 @@ struct OpenedInput {
         FFmpegLibraries.loadInBackground()
         self.source = source
         before = source.counters
+        var walker = walker
+        if MPEGAudioFrames.namesAnMP3(source.input) { walker.firstRequest = min(walker.firstRequest, MPEGAudioFrames.firstRequest) }
         layout = try walker.walk(source) // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
         if try source.size() == 0 { throw MediaError.empty(input: source.input) }
@@ -68,20 +70,25 @@ struct OpenedInput {
                 }
             }
         }
-        // A probe of a file without boxes, and any job on a Matroska file, reads the head in at
-        // most `probeHeadRead` or `headRead` bytes (the first request's and one more), not a
-        // readahead window doubled past what the analysis reads: 0.5 MB of a Matroska file's first
-        // Cluster for a prefetch of 3.2 MB at 300 s. (An MPEG-TS's full analysis reads seconds of
-        // packets: there the doubling windows serve it in fewer requests.)
+        // A probe of a file without boxes, and any job on a Matroska file or an MP3, reads the
+        // head in at most `probeHeadRead` or `headRead` bytes, or to the end of the MP3's ID3 tag
+        // and first frames (the first request's and one more), not a readahead window doubled
+        // past what the analysis reads: 0.5 MB of a Matroska file's first Cluster for a prefetch
+        // of 3.2 MB at 300 s. (An MPEG-TS's full analysis reads seconds of packets: there the
+        // doubling windows serve it in fewer requests.)
         let probesHead = fragments == .first && layout == nil
-        let holdsHead = probesHead || (layout == nil && MatroskaHead.startsAMatroskaFile(source))
-        if holdsHead { source.limitReadahead(to: probesHead ? OpenedInput.probeHeadRead : OpenedInput.headRead) }
-        defer { if holdsHead { source.limitReadahead(to: nil) } }
+        let mp3Head = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
+        let head = mp3Head
+            ?? (probesHead ? OpenedInput.probeHeadRead : MatroskaHead.startsAMatroskaFile(source) ? OpenedInput.headRead : nil)
+        if let head { source.limitReadahead(to: head) }
+        defer { if head != nil { source.limitReadahead(to: nil) } }
         let layout = self.layout
         let open = { (headAnalysis: Int64) in
             do {
                 return try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments, timeline: timeline,
-                                         headAnalysis: headAnalysis, cancellation: session.cancellation)
+                                         headAnalysis: headAnalysis,
+                                         readSize: mp3Head == nil ? AVIOBridge.bufferSize : MPEGAudioFrames.readSize,
+                                         cancellation: session.cancellation)
             } catch let error as FFmpegError {
                 throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
             }

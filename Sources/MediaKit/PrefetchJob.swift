@@ -62,6 +62,10 @@ public struct PrefetchJob: Sendable {
             ticker.resume()
             defer { ticker.cancel() }
             try prefetcher.fetch(plan, source: source, cancellation: session.cancellation)
+            if let frames = plan.audioFrames {
+                try MPEGAudioFrames.fetchWindow(of: frames.stream, in: context, from: frames.start, to: frames.end, source: source,
+                                                cancellation: session.cancellation)
+            }
             // Then read as check will read it: what the plan missed is fetched now, not found
             // missing offline (a second audio track's run, a key frame before the fragment an mfra
             // lists, an estimate's start).

@@ -114,10 +114,13 @@ public struct PrefetchPlanner: Sendable {
         var all = ByteRangeSet(sampleRanges)
         all.formUnion(header)
         let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
-        let plan = PrefetchPlan(input: source.input, start: start, seconds: seconds, tracks: planned,
+        var plan = PrefetchPlan(input: source.input, start: start, seconds: seconds, tracks: planned,
                                 headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
                                 estimated: estimated, note: note,
                                 floorBytes: floor.byteCount)
+        if context.formatName == "mp3", !indexed, !estimated, let stream = streams.first {
+            plan.audioFrames = (stream, windowStart, windowEnd)
+        }
         return (plan, context, source)
     }
 
@@ -254,11 +257,18 @@ public struct PrefetchPlanner: Sendable {
             + String(format: "%.3f s to %@", firstTime, nextTime.map { String(format: "%.3f s", $0) } ?? "the end")
         if proportional, let next, let before = points.last(where: { $0.time < to && $0.position >= first.position }),
            next.time > before.time {
-            end = before.position + Int64(Double(next.position - before.position) * (to - before.time) / (next.time - before.time))
+            // Less what a point's position may be off by (the table gives each as a 256th of the
+            // size): the frames walked from the start fetch the rest, not the guess's overshoot.
+            let guess = before.position + Int64(Double(next.position - before.position) * (to - before.time) / (next.time - before.time))
+            end = max(first.position, guess - size / 256)
             why = "the window is \(placedBy) from " + String(format: "%.3f s to %.3f s, where it falls between its points at %.3f s and %.3f s",
                                                              firstTime, to - startTime, before.time - startTime, next.time - startTime)
         }
-        return (first.position..<min(size, end + followingHead(end - first.position)), stop, why, firstTime, nextTime)
+        // Past a proportional end, the prefetch walks the frames (MPEGAudioFrames) to the real one;
+        // before its start, the seek searches for a frame to start from.
+        let following = proportional ? 0 : followingHead(end - first.position)
+        let before = proportional ? MPEGAudioFrames.seekSearch : 0
+        return (max(0, first.position - before)..<min(size, end + following), stop, why, firstTime, nextTime)
     }
 
     /// What is taken of the bytes after a window, where the demuxer reads the first sample past
@@ -318,7 +328,7 @@ public struct PrefetchPlanner: Sendable {
         do { try context.seek(seconds: context.startTime) } catch { return nil }
         // Cues place a window past their last point too: from there to the end of the file.
         guard let points = streams.lazy.map({ context.positionedPoints(stream: $0) }).first(where: { !$0.isEmpty }),
-              let last = points.last, last.time >= from || cues == true else { return nil }
+              let last = points.last, last.decodeTime >= from || cues == true else { return nil }
         var placedBy = context.formatName == "mp3" ? "the stretch its table of contents places" : "the clusters its Cues place"
         if cues == false {
             // Without Cues the points are the key frames of the Clusters libavformat has read:
@@ -328,7 +338,10 @@ public struct PrefetchPlanner: Sendable {
             if last.time < to, duration.map({ to < context.startTime + $0 }) ?? true { return nil }
             placedBy = "the clusters whose key frames libavformat has read (no Cues) place"
         }
-        return window(points.map { (time: $0.time, position: $0.position) }, from: from, to: to, size: size,
+        // A seek compares its target with the points' own timestamps, not shifted by a decode delay
+        // (an MP3's start time, its encoder's delay, is no such delay: 23 ms placed the window a
+        // whole point, 6 s of a 10-minute file, before where the player's seek lands).
+        return window(points.map { (time: $0.decodeTime, position: $0.position) }, from: from, to: to, size: size,
                       startTime: context.startTime, placedBy: placedBy, proportional: context.formatName == "mp3").map { ($0.range, $0.stop, context.formatName + ": " + $0.why, $0.first, $0.last) }
     }
 

@@ -28,12 +28,15 @@ public enum TrackSelection: Sendable, Equatable {
         }
     }
 
-    /// The stream indices this selection names in `context`, in stream order.
+    /// The stream indices this selection names in `context`, in stream order. An attached picture
+    /// (an MP3's cover art) is a video stream whose one packet is in the header: it has no time to
+    /// cover, and a reader waiting for its packet after the window would read to the end.
     func streams(in context: FormatContext) throws -> [Int] {
-        let all = Array(0..<context.streamCount)
+        let all = (0..<context.streamCount).filter { !context.isAttachedPicture(stream: $0) }
         switch self {
         case .defaults:
-            let picked = [context.bestStream(.video), context.bestStream(.audio)].compactMap { $0 }
+            let video = context.bestStream(.video).flatMap { context.isAttachedPicture(stream: $0) ? nil : $0 }
+            let picked = [video, context.bestStream(.audio)].compactMap { $0 }
             guard !picked.isEmpty else { throw MediaError.noTracks(detail: "no video or audio track") }
             return picked.sorted()
         case .all:
@@ -41,6 +44,9 @@ public enum TrackSelection: Sendable, Equatable {
         case .some(let indices, let kinds):
             if let bad = indices.first(where: { $0 >= context.streamCount }) {
                 throw MediaError.noTracks(detail: "no track #\(bad) (the input has \(context.streamCount))")
+            }
+            if let picture = indices.first(where: { context.isAttachedPicture(stream: $0) }) {
+                throw MediaError.noTracks(detail: "track #\(picture) is an attached picture (cover art), stored in the header: it has no window")
             }
             let picked = all.filter { indices.contains($0) || kinds.contains(context.kind(ofStream: $0)) }
             guard !picked.isEmpty else { throw MediaError.noTracks(detail: "no track matches the selection") }

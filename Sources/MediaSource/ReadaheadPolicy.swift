@@ -34,6 +34,11 @@ struct ReadaheadState {
         return window
     }
 
+    /// The miss's window was cut to `size` (a reader's limit): the next doubles from that.
+    mutating func clamp(to size: Int64) {
+        window = max(1, min(window, size))
+    }
+
     mutating func didRead(at offset: Int64, count: Int) {
         lastEnd = offset + Int64(count)
     }

@@ -169,7 +169,12 @@ public final class RemoteSource: MediaSource {
         let knownSize = resource.size
         if let knownSize, offset >= knownSize { return false } // the size shrank meanwhile: EOF
         var end = offset.saturatingAdd(window)
-        if let limit, limit > offset { end = min(end, limit) }
+        if let limit, limit > offset, limit < end {
+            end = limit
+            // Reads past the limit double from what was fetched, not from a window never taken
+            // (a demuxer reading past an MP3's head fetched 464 KB of a 535 KB file).
+            state.withLock { $0.readahead.clamp(to: limit - offset) }
+        }
         end = max(end, offset.saturatingAdd(minimum))
         if let knownSize { end = min(end, knownSize) }
         // Never fetch what is stored: stop at the next present byte.
