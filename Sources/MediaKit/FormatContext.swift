@@ -95,8 +95,13 @@ public final class FormatContext {
             let set = fragments == .every ? [] : FormatContext.limitStreamInfoToTheFirstKeyFrame(opened)
             let format = String(cString: opened.pointee.iformat.pointee.name)
             // An MP3's parsed frames carry no decode time for the analysis to wait for: it would
-            // read 50 of them (1.6 s, 28 KiB of a 140 kb/s file's head) for what the first tells.
-            if format == "mp3" { opened.pointee.max_ts_probe = 1 }
+            // read 50 of them (1.6 s, 28 KiB of a 140 kb/s file's head) for what the first tells —
+            // where its header states the duration (Xing, Info, VBRI); without one the duration
+            // is the size over the bit rate of those frames, as ffprobe takes it.
+            if format == "mp3", opened.pointee.nb_streams > 0, let st = opened.pointee.streams[0], st.pointee.duration > 0,
+               st.pointee.duration != mp_av_nopts_value() {
+                opened.pointee.max_ts_probe = 1
+            }
             if headAnalysis > 0, let bytes = FormatContext.headAnalysisBytes[format] {
                 opened.pointee.probesize = bytes * headAnalysis
                 analysedFromTheHead = true

@@ -29,7 +29,9 @@ struct OpenedInput {
         self.source = source
         before = source.counters
         var walker = walker
-        if MPEGAudioFrames.namesAnMP3(source.input) { walker.firstRequest = min(walker.firstRequest, MPEGAudioFrames.firstRequest) }
+        let firstRequest = walker.firstRequest
+        let namedMP3 = MPEGAudioFrames.namesAnMP3(source.input) && firstRequest > MPEGAudioFrames.firstRequest
+        if namedMP3 { walker.firstRequest = MPEGAudioFrames.firstRequest }
         layout = try walker.walk(source) // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
         if try source.size() == 0 { throw MediaError.empty(input: source.input) }
@@ -77,10 +79,15 @@ struct OpenedInput {
         // of 3.2 MB at 300 s. (An MPEG-TS's full analysis reads seconds of packets: there the
         // doubling windows serve it in fewer requests.)
         let probesHead = fragments == .first && layout == nil
-        let mp3Head = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
+        let mp3 = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
+        let mp3Head = mp3?.end
+        // A .mp3 name that is no MP3 (or one after junk): the head the first request would have held.
+        let shrunk = namedMP3 && mp3Head == nil ? firstRequest : nil
         let head = mp3Head
-            ?? (probesHead ? OpenedInput.probeHeadRead : MatroskaHead.startsAMatroskaFile(source) ? OpenedInput.headRead : nil)
+            ?? (probesHead ? OpenedInput.probeHeadRead : MatroskaHead.startsAMatroskaFile(source) ? OpenedInput.headRead : shrunk)
         if let head { source.limitReadahead(to: head) }
+        // An ID3 tag the first request does not hold (cover art) comes whole, with the frames after it.
+        if let mp3, mp3.longTag { try source.prefetch(0..<min(try source.size() ?? mp3.end, mp3.end)) }
         defer { if head != nil { source.limitReadahead(to: nil) } }
         let layout = self.layout
         let open = { (headAnalysis: Int64) in

@@ -260,7 +260,7 @@ public struct PrefetchPlanner: Sendable {
             // Less what a point's position may be off by (the table gives each as a 256th of the
             // size): the frames walked from the start fetch the rest, not the guess's overshoot.
             let guess = before.position + Int64(Double(next.position - before.position) * (to - before.time) / (next.time - before.time))
-            end = max(first.position, guess - size / 256)
+            end = max(first.position + MPEGAudioFrames.seekReads, guess - size / 256)
             why = "the window is \(placedBy) from " + String(format: "%.3f s to %.3f s, where it falls between its points at %.3f s and %.3f s",
                                                              firstTime, to - startTime, before.time - startTime, next.time - startTime)
         }

@@ -1,13 +1,14 @@
 import CFFmpeg
 import MediaSource
 
-/// The durations of an MPEG-TS from the timestamps of its tail, as libavformat estimates them
-/// (each audio and video stream ends at its latest PES timestamp plus one frame, the file where
-/// its last stream ends), from a read sized for a probe: libavformat reads the last 250,000 bytes
-/// whatever the bit rate; this reads as much as a probe reads of the head (`OpenedInput.probeHeadRead`),
-/// 128 KiB, and grows the read to 16 MiB while a stream has no timestamp in it, as libavformat's does.
+/// The durations of an MPEG-TS from the timestamps of its tail, as libavformat estimates them,
+/// from a read sized for a probe: libavformat reads the last 250,000 bytes whatever the bit rate
+/// (and 500,000 once more while an audio or video stream has no timestamp there); this reads as
+/// much as a probe reads of the head (`OpenedInput.probeHeadRead`), 128 KiB, then 500,000 bytes.
+/// A window of another size can see other first timestamps: a file whose last 200 KB restart
+/// their clock (two recordings joined) has libavformat's duration or this one's, each by its window.
 enum TransportStreamTail {
-    static let scans: [Int64] = [128 << 10, 1 << 20, 4 << 20, 16 << 20]
+    static let scans: [Int64] = [128 << 10, 500_000]
 
     /// A stream to find the end of, in its time base of 90 kHz ticks.
     private struct Stream {
@@ -15,8 +16,11 @@ enum TransportStreamTail {
         let pid: Int
         let start: Int64
         /// One frame (a video frame at the stream's frame rate, an audio frame's samples), the
-        /// duration libavformat gives the last packet.
+        /// duration libavformat gives the last packet; none for subtitles and data.
         let frame: Int64
+        /// Audio or video: libavformat reads on while one has no duration; the file's start and
+        /// end are theirs, a subtitle's or data's only within a second of them.
+        let primary: Bool
     }
 
     /// Sets the durations of `context`, an MPEG-TS whose analysis left them to this
@@ -27,73 +31,84 @@ enum TransportStreamTail {
         var streams: [Stream] = []
         for index in 0..<context.streamCount {
             guard let st = context.stream(index)?.pointee, st.start_time != mp_av_nopts_value() else { continue }
+            guard st.time_base.num == 1, st.time_base.den == 90_000 else { return false }
             let par = st.codecpar.pointee
-            // Subtitles and data with times count in libavformat's end too: not followed here.
-            let video = par.codec_type == AVMEDIA_TYPE_VIDEO
-            guard video || par.codec_type == AVMEDIA_TYPE_AUDIO, st.time_base.num == 1, st.time_base.den == 90_000 else { return false }
+            let (video, audio) = (par.codec_type == AVMEDIA_TYPE_VIDEO, par.codec_type == AVMEDIA_TYPE_AUDIO)
             // An audio frame's samples as libavformat counts them for a packet of some bytes: the
             // decoder's frame size, or the codec's fixed one (AC-3's 1536).
             let (num, den) = video ? (Int64(st.r_frame_rate.den), Int64(st.r_frame_rate.num))
-                                   : (Int64(ff.av_get_audio_frame_duration2(st.codecpar, 1)), Int64(par.sample_rate))
+                : audio ? (Int64(ff.av_get_audio_frame_duration2(st.codecpar, 1)), Int64(par.sample_rate)) : (0, 0)
             streams.append(Stream(index: index, pid: Int(st.id), start: st.start_time,
-                                  frame: num > 0 && den > 0 ? num * 90_000 / den : 0))
+                                  frame: num > 0 && den > 0 ? num * 90_000 / den : 0, primary: video || audio))
         }
         guard !streams.isEmpty else { return false }
-        var latest: [Int: Int64] = [:]
+        var durations: [Int: Int64] = [:]
         var scanned: Int64 = 0
         for wanted in scans where wanted > scanned {
             scanned = min(size, wanted)
             try source.prefetch(size - scanned..<size)
-            latest = latestTimestamps(in: try source.bytes(at: size - scanned, count: Int(scanned)),
-                                      starts: Dictionary(streams.map { ($0.pid, $0.start) }) { first, _ in first })
-            if streams.allSatisfy({ latest[$0.pid] != nil }) || scanned == size { break }
+            durations = self.durations(of: streams, in: try source.bytes(at: size - scanned, count: Int(scanned)))
+            if streams.allSatisfy({ !$0.primary || durations[$0.pid] != nil }) || scanned == size { break }
         }
-        var ends: [Int64] = []
+        var (start, end, textStart, textEnd) = (Int64.max, Int64.min, Int64.max, Int64.min)
         for stream in streams {
-            guard let pts = latest[stream.pid] else { continue }
-            let duration = pts + stream.frame - stream.start
-            guard duration > 0 else { continue }
+            if stream.primary { start = min(start, stream.start) } else { textStart = min(textStart, stream.start) }
+            guard let duration = durations[stream.pid] else { continue }
             context.stream(stream.index)?.pointee.duration = duration
-            ends.append(pts + stream.frame)
+            if stream.primary { end = max(end, stream.start + duration) } else { textEnd = max(textEnd, stream.start + duration) }
         }
-        guard let end = ends.max(), let start = streams.map(\.start).min() else { return false }
+        // A subtitle's or data's times stretch the file by less than a second, as libavformat takes them.
+        if start == .max || (start > textStart && start - textStart < 90_000) { start = textStart }
+        if end == .min || (end < textEnd && textEnd - end < 90_000) { end = textEnd }
+        guard start != .max, end != .min, end > start else { return false }
         context.setDuration(seconds: Double(end - start) / 90_000, bytes: size)
         return true
     }
 
-    /// The last PTS of each stream in `bytes` (PID → its start), as libavformat keeps it: the
-    /// largest, but for one that jumps more than a minute from the packet before it. The TS
-    /// packets are 188 bytes, 192 with a timecode before each, or 204 with parity after.
-    static func latestTimestamps(in bytes: [UInt8], starts: [Int: Int64]) -> [Int: Int64] {
-        var latest: [Int: Int64] = [:]
-        var previous: [Int: Int64] = [:]
+    /// Each stream's duration from the PES timestamps in `bytes`, by PID, as libavformat keeps it:
+    /// from its start to a timestamp and a frame, the first one that is past the start, then
+    /// larger ones that are less than a minute from the one before. A timestamp within 2^32 of
+    /// the start either way is the clock's, wrapped or not. The TS packets are 188 bytes, 192 with
+    /// a timecode before each, or 204 with parity after.
+    private static func durations(of streams: [Stream], in bytes: [UInt8]) -> [Int: Int64] {
+        let byPID = Dictionary(streams.map { ($0.pid, $0) }) { first, _ in first }
+        var durations: [Int: Int64] = [:]
+        var last: [Int: Int64] = [:]
         var at = 0
         while let (start, stride) = sync(bytes, from: at) {
             at = start
             while at + 188 <= bytes.count, bytes[at] == 0x47 {
-                if let (pid, read) = timestamp(ofPacketAt: at, in: bytes), let first = starts[pid] {
-                    let pts = read < first - (1 << 32) ? read + (1 << 33) : read // the 33-bit clock wrapped since the start
-                    if let known = latest[pid], let before = previous[pid] {
-                        if pts > known && abs(pts - before) < 60 * 90_000 { latest[pid] = pts }
-                    } else {
-                        latest[pid] = pts
+                if let (pid, read) = timestamp(ofPacketAt: at, in: bytes), let stream = byPID[pid] {
+                    var delta = (read - stream.start) & ((1 << 33) - 1)
+                    if delta >= 1 << 32 { delta -= 1 << 33 }
+                    let duration = delta + stream.frame
+                    if duration > 0 {
+                        if let known = durations[pid], let before = last[pid], before > 0,
+                           !(known < duration && abs(duration - before) < 60 * 90_000) {
+                            // kept: an outlier, or not past what is known
+                        } else {
+                            durations[pid] = duration
+                        }
+                        last[pid] = duration
                     }
-                    previous[pid] = pts
                 }
                 at += stride
             }
             at += 1 // lost sync (damage, a cut): find it again
         }
-        return latest
+        return durations
     }
 
-    /// The next offset from `from` where eight packets in a row start with the sync byte, and
-    /// their length.
+    /// The next offset from `from` where packets start with the sync byte eight times in a row,
+    /// or as many times as the bytes left hold (a resync near the end), and their length.
     private static func sync(_ bytes: [UInt8], from: Int) -> (Int, Int)? {
         var at = from
         while at + 188 <= bytes.count {
-            for stride in [188, 192, 204] where at + 7 * stride < bytes.count {
-                if (0..<8).allSatisfy({ bytes[at + $0 * stride] == 0x47 }) { return (at, stride) }
+            if bytes[at] == 0x47 {
+                for stride in [188, 192, 204] {
+                    let count = min(8, (bytes.count - at - 188) / stride + 1)
+                    if (1..<count).allSatisfy({ bytes[at + $0 * stride] == 0x47 }) && (count > 1 || stride == 188) { return (at, stride) }
+                }
             }
             at += 1
         }
@@ -108,7 +123,10 @@ enum TransportStreamTail {
         let control = bytes[at + 3] >> 4 & 3
         guard control & 1 != 0 else { return nil } // no payload
         let p = at + 4 + (control & 2 != 0 ? 1 + Int(bytes[at + 4]) : 0)
+        // Streams without the header that holds a PTS: program stream map, padding, private
+        // stream 2, ECM, EMM, directory, DSM-CC, H.222.1 type E.
         guard p + 14 <= at + 188, bytes[p] == 0, bytes[p + 1] == 0, bytes[p + 2] == 1,
+              ![0xBC, 0xBE, 0xBF, 0xF0, 0xF1, 0xF2, 0xF8, 0xFF].contains(bytes[p + 3]),
               bytes[p + 6] & 0xC0 == 0x80, bytes[p + 7] & 0x80 != 0 else { return nil } // PES with a PTS
         let t = bytes[p + 9..<p + 14].map(Int64.init)
         let pts = (t[0] >> 1 & 7) << 30 | t[1] << 22 | (t[2] >> 1) << 15 | t[3] << 7 | t[4] >> 1

@@ -84,6 +84,59 @@ final class TransportStreamTests: CLITestCase {
         }
     }
 
+    /// The probe's and ffprobe's durations, file and streams (nil where ffprobe states none).
+    private func assertDurationsAsFFprobe(_ probe: [String: Any], _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let peer = try ffprobe(path)
+        let format = try XCTUnwrap(peer["format"] as? [String: Any])
+        XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01,
+                       path, file: file, line: line)
+        let mine = (probe["tracks"] as? [[String: Any]] ?? []).map { $0["duration"] as? Double }
+        let theirs = (peer["streams"] as? [[String: Any]] ?? []).map { ($0["duration"] as? String).flatMap(Double.init) }
+        XCTAssertEqual(mine.count, theirs.count, path, file: file, line: line)
+        for (a, b) in zip(mine, theirs) {
+            XCTAssertEqual(a == nil, b == nil, "\(path): \(mine) against \(theirs)", file: file, line: line)
+            if let a, let b { XCTAssertEqual(a, b, accuracy: 0.000_01, "\(path): \(mine) against \(theirs)", file: file, line: line) }
+        }
+    }
+
+    /// Tails that found the timestamp reading wrong (helpers acting as hostile files): a start
+    /// less than a minute before the 33-bit clock wraps (95,446 s for 3 s), a padding stream's PES
+    /// planted on the video PID with a time a second past the end (it has no PTS field: 71 s for
+    /// 70 s), and audio that stops 700 KB before the end (ffprobe states no duration for it:
+    /// libavformat reads 500,000 bytes once a stream has one; the read grew to 16 MiB for it).
+    func testHostileTailsGiveFFprobesDurations() throws {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        try encodeRecording(dir.file("rec.ts"), muxing: ["-b:v", "2M", "-f", "mpegts"])
+        let wrap = try runProcess("ffmpeg", ["-v", "error", "-i", dir.file("rec.ts"), "-t", "3", "-c", "copy", "-output_ts_offset", "95420",
+                                             "-f", "mpegts", www + "/wrap.ts"])
+        XCTAssertEqual(wrap.status, 0, wrap.stderr)
+        // The audio's packets (ffmpeg's second PID, 0x101) in the last 700 KB made null packets.
+        var early = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("rec.ts"))))
+        for at in stride(from: early.count / 188 * 188 - 188, to: early.count - 700_000, by: -188)
+        where early[at] == 0x47 && Int(early[at + 1] & 0x1F) << 8 | Int(early[at + 2]) == 0x101 {
+            (early[at + 1], early[at + 2]) = (early[at + 1] & 0xE0 | 0x1F, 0xFF)
+        }
+        try Data(early).write(to: URL(fileURLWithPath: www + "/early.ts"))
+        // A 188-byte packet on the video PID (ffmpeg's first, 0x100): a padding stream's PES (0xBE)
+        // whose bytes read as a header with a PTS one second after the recording's last.
+        let last = try runProcess("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0",
+                                              dir.file("rec.ts")]).stdoutString.split(separator: "\n").compactMap { Int64($0) }.max() ?? 0
+        let pts = last + 90_000
+        var packet: [UInt8] = [0x47, 0x41, 0x00, 0x10, 0, 0, 1, 0xBE, 0, 0, 0x80, 0x80, 5,
+                               UInt8(0x21 | (pts >> 29) & 0x0E), UInt8((pts >> 22) & 0xFF), UInt8((pts >> 14) & 0xFE | 1),
+                               UInt8((pts >> 7) & 0xFF), UInt8((pts << 1) & 0xFE | 1)]
+        packet += [UInt8](repeating: 0xFF, count: 188 - packet.count)
+        try (Data(contentsOf: URL(fileURLWithPath: dir.file("rec.ts"))) + Data(packet)).write(to: URL(fileURLWithPath: www + "/padding.ts"))
+        let nginx = try NginxServer(root: www)
+        for name in ["wrap.ts", "padding.ts", "early.ts"] {
+            nginx.clearLog()
+            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            try assertDurationsAsFFprobe(probe, www + "/" + name)
+            XCTAssertLessThanOrEqual(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, (256 << 10) + 500_000, name)
+        }
+    }
+
     /// A stream the head does not reach (audio starting 4 s, a megabyte, in) is analysed as
     /// ffprobe would: described, not left without a sample rate.
     func testAStreamStartingPastTheHeadIsStillDescribed() throws {
