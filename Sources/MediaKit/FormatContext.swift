@@ -50,10 +50,10 @@ public final class FormatContext {
     /// fragment holds each track's samples in one run, video first, so the first audio packet is
     /// half a megabyte into a two-second 720p fragment.
     ///
-    /// With `headAnalysis` (a probe: 1, 4, 16...), an MPEG-TS or a Matroska file has its stream info
-    /// read from the head alone (that many times `headAnalysisBytes`) instead of libavformat's 5 s:
-    /// without an index that is bytes nobody else needs, and the durations come from the Info or
-    /// the tail's timestamps all the same.
+    /// With `headAnalysis` (a probe: 1, 4, 16...), an MPEG-TS has its stream info read from the
+    /// head alone (that many times `headAnalysisBytes`) instead of libavformat's 5 s: without an
+    /// index that is bytes nobody else needs, and the durations come from the tail's timestamps
+    /// all the same.
     init(source: any MediaSource, findStreamInfo: Bool, fragments requested: Fragments, timeline: FragmentTimeline?,
          headAnalysis: Int64 = 0, readSize: Int32 = AVIOBridge.bufferSize, cancellation: Cancellation?) throws {
         let fragments = timeline == nil ? .every : requested
@@ -127,10 +127,11 @@ public final class FormatContext {
     /// index libavformat's analysis reads 5 s of packets for what the first ones tell, and the
     /// demuxer's buffering takes what it reads half as much again. An MPEG-TS carries its
     /// parameter sets in its packets; its AAC bit rate is a running average over them (124,593 b/s
-    /// over 0.2 s where ffprobe's is 130,584 over 5 s, for a true 130,596). A Matroska file's Tracks
-    /// state what the packets would, and its first packets give the rest (pixel format, frame
-    /// rate), as ffprobe's own output with `-probesize 32768` shows.
-    static let headAnalysisBytes: [String: Int64] = ["mpegts": 64 << 10, "matroska,webm": firstPacketsBytes]
+    /// over 0.2 s where ffprobe's is 130,584 over 5 s, for a true 130,596). (Not Matroska: 32 KiB
+    /// of its packets lost the start time of most files, the frame rate of variable-rate WebM —
+    /// 1000 for 30 — and AC-3's channel layout. Its analysis stops by itself, within 128 KiB of
+    /// a 720p recording.)
+    static let headAnalysisBytes: [String: Int64] = ["mpegts": 64 << 10]
 
     /// The stream info of a fragmented file from its first video key frame: the key frame gives the
     /// video's pixel format; libavformat's frame-rate estimate would read a second of video and the

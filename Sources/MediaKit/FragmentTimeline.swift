@@ -198,7 +198,10 @@ struct FragmentTimeline: Sendable, Equatable {
             guard fields.versionAndFlags() != nil, let id = fields.u32(), let scale = fields.u32(), scale > 0,
                   let earliest = fields.uint(wide), let firstOffset = fields.uint(wide), fields.skip(2),
                   let count = fields.uint(2), count * 12 <= UInt64(fields.remaining),
-                  let timescale = defaults[id]?.timescale, earliest <= UInt64(Int64.max / 4), firstOffset < UInt64(size) else { return nil }
+                  let timescale = defaults[id]?.timescale, earliest <= UInt64(Int64.max / 4), firstOffset < UInt64(size),
+                  // A sidx in another timescale than its track's is taken for a lie (libavformat
+                  // then keeps the track's own: a sidx 3 times too fine made 30 s 10).
+                  scale == timescale else { return nil }
             // Times in the track's own timescale, as the tfra's and the moov's are.
             let inTrack = { (t: Int64) -> Int64 in Int64((Double(t) * Double(timescale) / Double(scale)).rounded()) }
             var (time, offset) = (Int64(earliest), box.end + Int64(firstOffset))

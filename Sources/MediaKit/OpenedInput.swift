@@ -56,8 +56,11 @@ struct OpenedInput {
                 }
             case .first:
                 // A sidx's timeline is read from the head: libavformat would take the durations
-                // from it too, but analyse the whole first fragment (0.5 MB of a 2 s 720p one).
-                if timeline == nil { timeline = try FragmentTimeline.read(layout: layout, source: source) }
+                // from it too, but analyse the whole first fragment (0.5 MB of a 2 s 720p one) —
+                // but for B-frames (the start is a presentation time libavformat finds in the
+                // fragment) and a sidx for some tracks only (the others' durations are in theirs).
+                timeline = try timeline ?? FragmentTimeline.read(layout: layout, source: source)
+                if layout.hasSegmentIndex, let read = timeline, read.reordered || read.tracks.count < read.defaults.count { timeline = nil }
             case .throughIndex:
                 // With a sidx it stops too, and its index then holds the first fragment only: the
                 // sidx (or the mfra) places the others. B-frames make it read them all (see
@@ -120,9 +123,9 @@ struct OpenedInput {
 
     /// The head read of a file that has no box index to say where its header ends.
     static let headRead: Int64 = 256 << 10
-    /// The same for a probe, which analyses the first packets only (`FormatContext.headAnalysisBytes`):
-    /// with a tail read of as much where the duration is at the end (`TransportStreamTail`,
-    /// `MatroskaTail`), a probe reads no more than 256 KiB past the header.
+    /// The same for a probe, whose analysis stops within it (an MPEG-TS's: `FormatContext.headAnalysisBytes`;
+    /// a 720p Matroska file's by itself): with a tail read of as much where the duration is at the
+    /// end (`TransportStreamTail`, `MatroskaTail`), a probe reads no more than 256 KiB past the header.
     static let probeHeadRead: Int64 = 128 << 10
 
     /// What this job has cost so far.

@@ -70,4 +70,37 @@ final class ProbeBoundTests: CLITestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         return try XCTUnwrap(Double(r.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
+
+    /// What a helper's round found in the probes within the bound, each failing before its fix:
+    /// a 1080p Matroska file analysed from 32 KiB of packets lost its start time and its AC-3
+    /// track's channel layout and bit rate (libavformat's own analysis is kept: it stops within
+    /// the 128 KiB head); a DASH file with B-frames took its start from the `sidx` (0, where the
+    /// first presentation is a frame later).
+    func testProbesWithinTheBoundKeepFFprobesFields() throws {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let mkv = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=25:d=6", "-f", "lavfi",
+                                            "-i", "sine=f=440:r=48000:d=6", "-ac", "6", "-c:v", "libx264", "-preset", "ultrafast",
+                                            "-c:a", "ac3", www + "/b.mkv"])
+        XCTAssertEqual(mkv.status, 0, mkv.stderr)
+        // 11 MB in 15 fragments: many enough for the probe to read the timeline, not libavformat.
+        let dash = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=30,noise=alls=40:allf=t",
+                                             "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "60", "-b:v", "3M",
+                                             "-movflags", "dash+global_sidx", www + "/a.mp4"])
+        XCTAssertEqual(dash.status, 0, dash.stderr)
+        let nginx = try NginxServer(root: www)
+        for name in ["b.mkv", "a.mp4"] {
+            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            let peer = try FFprobeOracle.run(["-v", "error", "-show_entries", "format=start_time:stream=channel_layout,bit_rate",
+                                              "-of", "json", www + "/" + name])
+            let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(peer.stdout)) as? [String: Any])
+            let start = Double((object["format"] as? [String: Any])?["start_time"] as? String ?? "")
+            XCTAssertEqual(probe["start_time"] as? Double ?? -1, try XCTUnwrap(start, name), accuracy: 0.000_01, name)
+            guard name == "b.mkv" else { continue }
+            let audio = try XCTUnwrap((probe["tracks"] as? [[String: Any]])?.last)
+            let stream = try XCTUnwrap((object["streams"] as? [[String: Any]])?.last)
+            XCTAssertEqual(audio["channel_layout"] as? String, stream["channel_layout"] as? String)
+            XCTAssertEqual(audio["bit_rate"] as? Int, Int(stream["bit_rate"] as? String ?? ""))
+        }
+    }
 }
