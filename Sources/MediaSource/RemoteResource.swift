@@ -122,6 +122,7 @@ final class RemoteResource: @unchecked Sendable {
     private func run(_ fetch: RunningFetch, ifRange: String?, tally: ReaderTally) {
         // Other processes sharing the cache may be fetching these bytes: claim them first.
         let claim: FetchClaim
+        let range: Range<Int64>
         do {
             guard let claimed = try store.claimFetch(fetch.range, isCancelled: { fetch.cancellation.isCancelled }) else {
                 // Another process had them on the way and has finished: readers look again.
@@ -130,11 +131,19 @@ final class RemoteResource: @unchecked Sendable {
                 return
             }
             claim = claimed
+            // Claimed just after another process let the same bytes go: they may be stored now
+            // (four processes reading one file fetched 16 MiB of it twice). Only what is missing.
+            try store.refresh()
+            guard let missing = store.available.gaps(in: claim.range).first, missing.lowerBound == claim.range.lowerBound else {
+                claim.release()
+                finish(fetch, .done)
+                return
+            }
+            range = missing
         } catch {
             finish(fetch, .failed(error is CancellationError ? FetchError.cancelled(url: shown) : error))
             return
         }
-        let range = claim.range
         var counters = FetchCounters()
         var stored: Int64 = 0 // counted live, for progress
         var responses: Int64 = 0 // counted as they arrive
