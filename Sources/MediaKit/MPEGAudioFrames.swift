@@ -46,14 +46,14 @@ enum MPEGAudioFrames {
     /// request holds cover art, most likely, whose analysis reads on (56 KB of a 32 kb/s file's
     /// frames): 64 KiB of frames after it, what the first request of any other file takes. Nil
     /// for a source that does not start like an MP3.
-    static func headEnd(_ source: any MediaSource) -> (end: Int64, longTag: Bool)? {
+    static func headEnd(_ source: any MediaSource) -> Int64? {
         guard source.isLocal(0..<10), let b = try? source.bytes(at: 0, count: 10), b.count == 10 else { return nil }
         if b.starts(with: Array("ID3".utf8)), b[6...9].allSatisfy({ $0 < 0x80 }) {
             let size = b[6...9].reduce(Int64(0)) { $0 << 7 | Int64($1) } // four 7-bit bytes
             let tag = 10 + size + (b[5] & 0x10 != 0 ? 10 : 0)                // a footer repeats the header
-            return tag > firstRequest ? (tag + (64 << 10), true) : (tag + headFrames, false)
+            return tag + (tag > firstRequest ? 64 << 10 : headFrames)
         }
-        return frame(Array(b[0..<4])) != nil ? (headFrames, false) : nil
+        return frame(Array(b[0..<4])) != nil ? headFrames : nil
     }
 
     static let headFrames: Int64 = 16 << 10

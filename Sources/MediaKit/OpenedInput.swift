@@ -82,15 +82,12 @@ struct OpenedInput {
         // of 3.2 MB at 300 s. (An MPEG-TS's full analysis reads seconds of packets: there the
         // doubling windows serve it in fewer requests.)
         let probesHead = fragments == .first && layout == nil
-        let mp3 = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
-        let mp3Head = mp3?.end
+        let mp3Head = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
         // A .mp3 name that is no MP3 (or one after junk): the head the first request would have held.
         let shrunk = namedMP3 && mp3Head == nil ? firstRequest : nil
         let head = mp3Head
             ?? (probesHead ? OpenedInput.probeHeadRead : MatroskaHead.startsAMatroskaFile(source) ? OpenedInput.headRead : shrunk)
         if let head { source.limitReadahead(to: head) }
-        // An ID3 tag the first request does not hold (cover art) comes whole, with the frames after it.
-        if let mp3, mp3.longTag { try source.prefetch(0..<min(try source.size() ?? mp3.end, mp3.end)) }
         defer { if head != nil { source.limitReadahead(to: nil) } }
         let layout = self.layout
         let open = { (headAnalysis: Int64) in
