@@ -4,7 +4,7 @@ import RangeFetch
 /// The frames of an MPEG audio stream (an MP3), walked by their headers, each of which states the
 /// frame's length and samples: where a window that the table of contents placed by proportion
 /// really ends. A window ending where the estimate put it either missed the last frames (a player
-/// then fetches a 32 KiB read for them) or took bytes no frame of it needed.
+/// reading them then started a readahead of up to 1 MiB) or took bytes no frame of it needed.
 enum MPEGAudioFrames {
     /// A window from the frame at or after `position`, which a player's seek gives the time
     /// `time`, to `end` (seconds, in the stream's own frame of reference).
@@ -56,6 +56,7 @@ enum MPEGAudioFrames {
         return frame(Array(b[0..<4])) != nil ? headFrames : nil
     }
 
+    /// The frames after a short tag (or none) that libavformat's head reads take.
     static let headFrames: Int64 = 16 << 10
 
     /// What libavformat asks of each read of an MP3: its frames are small, and a demuxer asking
