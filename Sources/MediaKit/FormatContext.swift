@@ -178,7 +178,8 @@ public final class FormatContext {
         return FFmpegError(code: code, function: function)
     }
 
-    private static func nameHint(_ input: String) -> String {
+    /// The file name in `input` (a path, or a URL's last path component without its query).
+    static func nameHint(_ input: String) -> String {
         let path = input.split(separator: "?", maxSplits: 1).first.map(String.init) ?? input
         return path.split(separator: "/").last.map(String.init) ?? path
     }

@@ -35,10 +35,7 @@ enum MPEGAudioFrames {
     /// a 10 s window of a 32 kb/s file would otherwise be larger than the window).
     static let firstRequest: Int64 = 8 << 10
 
-    static func namesAnMP3(_ input: String) -> Bool {
-        let path = input.split(separator: "?", maxSplits: 1).first.map(String.init) ?? input
-        return path.lowercased().hasSuffix(".mp3")
-    }
+    static func namesAnMP3(_ input: String) -> Bool { FormatContext.nameHint(input).lowercased().hasSuffix(".mp3") }
 
     /// Where the head libavformat reads to open an MP3 ends: its ID3v2 tag, which it reads whole
     /// (the tags and the cover art a probe reports), the Xing frame and the frames its analysis

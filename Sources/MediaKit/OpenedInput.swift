@@ -83,10 +83,18 @@ struct OpenedInput {
         // doubling windows serve it in fewer requests.)
         let probesHead = fragments == .first && layout == nil
         let mp3Head = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
-        // A .mp3 name that is no MP3 (or one after junk): the head the first request would have held.
-        let shrunk = namedMP3 && mp3Head == nil ? firstRequest : nil
-        let head = mp3Head
-            ?? (probesHead ? OpenedInput.probeHeadRead : MatroskaHead.startsAMatroskaFile(source) ? OpenedInput.headRead : shrunk)
+        let head: Int64?
+        if let mp3Head {
+            head = mp3Head
+        } else if probesHead {
+            head = OpenedInput.probeHeadRead
+        } else if layout == nil && MatroskaHead.startsAMatroskaFile(source) {
+            head = OpenedInput.headRead
+        } else if namedMP3 {
+            head = firstRequest // a .mp3 name that is no MP3 (or one after junk): what its first request would have held
+        } else {
+            head = nil
+        }
         if let head { source.limitReadahead(to: head) }
         defer { if head != nil { source.limitReadahead(to: nil) } }
         let layout = self.layout

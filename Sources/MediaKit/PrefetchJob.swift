@@ -62,8 +62,9 @@ public struct PrefetchJob: Sendable {
             ticker.resume()
             defer { ticker.cancel() }
             try prefetcher.fetch(plan, source: source, cancellation: session.cancellation)
-            if let frames = plan.audioFrames {
-                try MPEGAudioFrames.fetchWindow(of: frames.stream, in: context, from: frames.start, to: frames.end, source: source,
+            if plan.walksAudioFrames, let stream = plan.tracks.first?.index {
+                let windowStart = context.startTime + start
+                try MPEGAudioFrames.fetchWindow(of: stream, in: context, from: windowStart, to: windowStart + seconds, source: source,
                                                 cancellation: session.cancellation)
             }
             // Then read as check will read it: what the plan missed is fetched now, not found

@@ -33,9 +33,8 @@ public struct PrefetchPlan: Sendable {
     /// Header bytes plus the bytes of the planned samples: the least a prefetch must move.
     public let floorBytes: Int64
     /// An MP3 window its table of contents placed by proportion: the prefetch walks its frames to
-    /// where it really ends (`MPEGAudioFrames`). Its stream, and where it starts and ends (seconds,
-    /// the container's).
-    var audioFrames: (stream: Int, start: Double, end: Double)?
+    /// where it really ends (`MPEGAudioFrames`).
+    var walksAudioFrames = false
 
     public var missingBytes: Int64 { missing.reduce(0) { $0 + Int64($1.count) } }
 }

@@ -118,9 +118,7 @@ public struct PrefetchPlanner: Sendable {
                                 headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
                                 estimated: estimated, note: note,
                                 floorBytes: floor.byteCount)
-        if context.formatName == "mp3", !indexed, !estimated, let stream = streams.first {
-            plan.audioFrames = (stream, windowStart, windowEnd)
-        }
+        plan.walksAudioFrames = context.formatName == "mp3" && !indexed && !estimated
         return (plan, context, source)
     }
 
@@ -242,9 +240,9 @@ public struct PrefetchPlanner: Sendable {
     typealias PointWindow = (range: Range<Int64>, stop: Int64, why: String, first: Double, last: Double?)
 
     /// With `proportional` points (an MP3's table of contents: bytes spread evenly enough between
-    /// them), the window ends where the end falls between the points around it, not at the next
-    /// one: a hundredth of the duration is 6 s of a 10-minute file. What the guess misses, the
-    /// prefetch's reading of the window fetches (`readAsAPlayer`).
+    /// them), the window is planned to a little short of where the end falls between the points
+    /// around it, not to the next one (a hundredth of the duration is 6 s of a 10-minute file), and
+    /// the prefetch walks the frames to the real end (`MPEGAudioFrames`).
     private static func window(_ points: [(time: Double, position: Int64)], from: Double, to: Double, size: Int64,
                                startTime: Double, placedBy: String, proportional: Bool = false) -> PointWindow? {
         guard let first = points.last(where: { $0.time <= from }) ?? points.first, first.position < size else { return nil }
@@ -335,7 +333,7 @@ public struct PrefetchPlanner: Sendable {
             // past the last one a window runs to the end of the file, right only for a window that
             // reaches it.
             let duration = try context.durationSeconds ?? MatroskaTail.duration(of: context, source: source)
-            if last.time < to, duration.map({ to < context.startTime + $0 }) ?? true { return nil }
+            if last.decodeTime < to, duration.map({ to < context.startTime + $0 }) ?? true { return nil }
             placedBy = "the clusters whose key frames libavformat has read (no Cues) place"
         }
         // A seek compares its target with the points' own timestamps, not shifted by a decode delay
