@@ -20,11 +20,14 @@ public struct FetchOptions: Sendable {
     /// Longest wait a `Retry-After` header can impose before we give up on it.
     public var maxRetryAfter: Double = 30
     public var userAgent = "mprobe/0.1"
-    /// Sent on every request to the origins they apply to (retries and parallel waves included).
-    /// On a redirect to another host libcurl leaves out `Authorization` and `Cookie`, unless
-    /// `locationTrusted` (as `curl --location-trusted`).
+    /// Sent on every request to the origins they apply to (retries, parallel waves and redirect
+    /// hops included; see `RequestHeader.forHop`): a header for a host pattern only where it
+    /// matches; an unscoped `Authorization` or `Cookie` (or a URL's userinfo) only to the host
+    /// first asked, unless `locationTrusted` (as `curl --location-trusted`).
     public var headers: [RequestHeader] = []
     public var locationTrusted = false
+    /// Host patterns a header for another host pattern may follow a redirect to.
+    public var trustedRedirectHosts: [String] = []
     /// A proxy for every request (`http://host:port`); nil leaves libcurl's `http_proxy`,
     /// `https_proxy` and `no_proxy` variables in charge.
     public var proxy: String?

@@ -39,8 +39,12 @@ public final class RangeFetcher: Sendable {
     /// - `ifRange` (an ETag or Last-Modified) makes the server send the whole new body instead
     ///   of a range if the resource changed.
     /// - `tally` gains this call's requests, new connections and received bytes.
+    /// - `resumeOverlap`: a transfer resumed without a validator to guard it (the origin sent
+    ///   neither ETag nor Last-Modified) starts up to this many bytes before where it broke off,
+    ///   so that `onData` gets bytes it had already and can compare them (the resumed response may
+    ///   be of another version). 0 resumes exactly where it broke off.
     public func fetch(url: String, range: Range<Int64>, ifRange: String? = nil, cancellation: Cancellation? = nil,
-                      tally: inout FetchCounters,
+                      resumeOverlap: Int64 = 0, tally: inout FetchCounters,
                       onResponse: (ResponseInfo) throws -> Void = { _ in },
                       onData: (Int64, UnsafeRawBufferPointer) throws -> Void) throws -> FetchOutcome {
         precondition(!range.isEmpty && range.lowerBound >= 0, "fetch needs a non-empty range at a non-negative offset")
@@ -79,6 +83,7 @@ public final class RangeFetcher: Sendable {
                     validator = info.etag ?? info.lastModified ?? validator
                     // Every byte came before the connection broke: asking again would be an inverted range.
                     if start >= range.upperBound { return .delivered(info) }
+                    if validator == nil { start = max(range.lowerBound, start - resumeOverlap) }
                 }
                 try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: options.urlRules.shown(url))
                 attempt += 1
@@ -94,25 +99,44 @@ public final class RangeFetcher: Sendable {
         let bodyBytes: Int64
     }
 
-    /// Runs one request on a pooled handle.
+    /// Runs one request on a pooled handle, following redirects itself (libcurl's own following
+    /// would send every custom header to every hop): each hop gets the headers meant for its host.
     private func perform(_ transfer: RangeTransfer, ifRange: String?) throws -> Performed {
         let easy = try takeHandle()
         var reusable = false
         defer { returnHandle(easy, reusable: reusable) }
         transfer.easy = easy
-        // Compressed bodies are not the file's bytes: ask for them as they are on disk.
-        var headerLines = ["Accept-Encoding: identity"]
-        if let ifRange { headerLines.append("If-Range: \(ifRange)") }
-        headerLines += options.headers.filter { $0.applies(to: transfer.url) }.map(\.line)
-        let headers = CurlStringList(headerLines)
-        try configure(easy, transfer: transfer, headers: headers)
-
-        let code = withExtendedLifetime((transfer, headers)) { easy.perform() }
-        // A transfer that failed below HTTP (no address, a refused redirect) can leave state that
-        // curl_easy_reset keeps, such as its receive buffer, after which setting the buffer size
-        // fails: such a handle is closed, never pooled, so one bad URL cannot break later requests.
-        reusable = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
-        let connections = Int64(easy.info(CURLINFO_NUM_CONNECTS))
+        var url = transfer.url
+        var sent: [RequestHeader]?
+        var connections: Int64 = 0
+        var code = CURLE_OK
+        for hop in 0... {
+            let headers = RequestHeader.forHop(url, first: transfer.url, previous: sent, of: options.headers,
+                                               locationTrusted: options.locationTrusted, trustedHosts: options.trustedRedirectHosts)
+            sent = headers
+            // Compressed bodies are not the file's bytes: ask for them as they are on disk.
+            var lines = ["Accept-Encoding: identity"]
+            if let ifRange { lines.append("If-Range: \(ifRange)") }
+            let list = CurlStringList(lines + headers.map(\.line))
+            try configure(easy, transfer: transfer, url: url, headers: list)
+            code = withExtendedLifetime((transfer, list)) { easy.perform() }
+            connections += Int64(easy.info(CURLINFO_NUM_CONNECTS))
+            // A transfer that failed below HTTP (no address, a refused connection) can leave state
+            // that curl_easy_reset keeps, such as its receive buffer, after which setting the buffer
+            // size fails: such a handle is closed, never pooled, so one bad URL cannot break later requests.
+            reusable = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
+            guard code == CURLE_OK, RangeFetcher.redirectStatuses.contains(transfer.status),
+                  let target = easy.infoString(CURLINFO_REDIRECT_URL) else { break }
+            guard let scheme = target.split(separator: ":").first?.lowercased(), scheme == "http" || scheme == "https" else {
+                transfer.failure = FetchError.redirectRefused(url: transfer.shownURL, target: options.urlRules.shown(target))
+                break
+            }
+            guard hop < options.maxRedirects else {
+                transfer.failure = FetchError.tooManyRedirects(url: transfer.shownURL)
+                break
+            }
+            url = RangeFetcher.carryingUserinfo(of: transfer.url, to: target, always: options.locationTrusted)
+        }
         countersStore.withLock {
             $0.requests += 1
             $0.connections += connections
@@ -122,6 +146,19 @@ public final class RangeFetcher: Sendable {
                          connections: connections, bodyBytes: transfer.bodyBytes)
     }
 
+    /// The statuses libcurl would follow.
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// `target` with the userinfo of `first` when it has none of its own and goes to the same
+    /// host and port (or `always`): a password in the URL is for the host it names.
+    static func carryingUserinfo(of first: String, to target: String, always: Bool) -> String {
+        let userinfo = URLText.userinfo(of: first)
+        guard let userinfo, URLText.userinfo(of: target) == nil,
+              always || URLText.host(of: target) == URLText.host(of: first),
+              let schemeEnd = target.range(of: "://") else { return target }
+        return target[..<schemeEnd.upperBound] + userinfo + "@" + target[schemeEnd.upperBound...]
+    }
+
     private func result(of transfer: RangeTransfer, code: CURLcode) -> Result<FetchOutcome, Error> {
         let url = transfer.shownURL
         if let failure = transfer.failure { return .failure(failure) }
@@ -129,11 +166,6 @@ public final class RangeFetcher: Sendable {
         guard finished else {
             if let address = transfer.refusedAddress { return .failure(FetchError.addressRefused(url: url, address: address)) }
             if transfer.stalled { return .failure(FetchError.timeout(url: url)) }
-            // A redirect to a scheme we do not follow (file://, ftp://...) is refused by libcurl.
-            if code == CURLE_UNSUPPORTED_PROTOCOL,
-               let target = transfer.easy?.infoString(CURLINFO_REDIRECT_URL) ?? transfer.header("location") {
-                return .failure(FetchError.redirectRefused(url: url, target: options.urlRules.shown(target)))
-            }
             // Of an http(s) URL, libcurl says "unsupported protocol" about the answer: no status
             // line (HTTP/0.9, garbage), or a status it cannot use as final (1xx).
             if code == CURLE_UNSUPPORTED_PROTOCOL, let scheme = transfer.url.split(separator: ":").first?.lowercased(),
@@ -151,8 +183,8 @@ public final class RangeFetcher: Sendable {
                 let words = transfer.easy?.errorText ?? ""
                 return .failure(FetchError.tls(url: url, detail: "the TLS handshake failed" + (words.isEmpty ? "" : " (\(words))")))
             }
-            // libcurl says "malformed URL" about a Location it cannot follow, as if of ours.
-            if code == CURLE_URL_MALFORMAT, (300..<400).contains(transfer.status), let target = transfer.header("location") {
+            // libcurl says "malformed URL" about a Location it cannot parse, as if of ours.
+            if code == CURLE_URL_MALFORMAT, let target = transfer.header("location") {
                 return .failure(FetchError.badResponse(url: url, detail: "it redirects to a malformed URL (\(options.urlRules.shown(target)))"))
             }
             return .failure(FetchError.from(code, url: url, detail: ""))
@@ -185,16 +217,13 @@ public final class RangeFetcher: Sendable {
         }
     }
 
-    private func configure(_ easy: CurlEasy, transfer: RangeTransfer, headers: CurlStringList) throws {
+    private func configure(_ easy: CurlEasy, transfer: RangeTransfer, url: String, headers: CurlStringList) throws {
         easy.reset()
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        try easy.set(CURLOPT_URL, transfer.url)
+        try easy.set(CURLOPT_URL, url)
         try easy.set(CURLOPT_RANGE, "\(transfer.requested.lowerBound)-\(transfer.requested.upperBound - 1)")
         try easy.set(CURLOPT_HTTPHEADER, list: headers)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_FOLLOWLOCATION, 1)
-        try easy.set(CURLOPT_MAXREDIRS, options.maxRedirects)
         // Signals cannot be used for timeouts in a multi-threaded process.
         try easy.set(CURLOPT_NOSIGNAL, 1)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.timeout * 1000))
@@ -210,7 +239,6 @@ public final class RangeFetcher: Sendable {
         } else if let proxy = options.proxy {
             try easy.set(CURLOPT_PROXY, proxy)
         }
-        if options.locationTrusted { try easy.set(CURLOPT_UNRESTRICTED_AUTH, 1) }
         try easy.setWriteCallback(transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
         try easy.setHeaderCallback(transferHeaderCallback)

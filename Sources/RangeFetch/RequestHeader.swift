@@ -42,6 +42,28 @@ public struct RequestHeader: Sendable, Equatable {
         return URLText.host(of: url).map { HostPattern.matches(hostPattern, host: $0) } ?? false
     }
 
+    /// Headers that carry credentials: an unscoped one stays with the host it was given for.
+    var isCredential: Bool { ["authorization", "cookie", "proxy-authorization"].contains(name.lowercased()) }
+
+    /// Which of `headers` go to `url`, a hop of a redirect chain that began at `first` and whose
+    /// previous hop carried `previous` (nil for the first request).
+    /// - A header for a host pattern goes where its pattern matches; after a redirect also to a
+    ///   host `trustedHosts` names, if the hop before carried it. Never anywhere else: an origin
+    ///   cannot send an operator's credential on to a host of its choosing.
+    /// - An unscoped header goes everywhere, but credentials only to `first`'s host and port
+    ///   (unless `locationTrusted`), as curl does.
+    static func forHop(_ url: String, first: String, previous: [RequestHeader]?, of headers: [RequestHeader],
+                       locationTrusted: Bool, trustedHosts: [String]) -> [RequestHeader] {
+        guard let previous else { return headers.filter { $0.applies(to: url) } }
+        let host = URLText.host(of: url) ?? ""
+        let sameHost = host == URLText.host(of: first)
+        let trusted = trustedHosts.contains { HostPattern.matches($0, host: host) }
+        return headers.filter { header in
+            if header.hostPattern != nil { return header.applies(to: url) || (trusted && previous.contains(header)) }
+            return !header.isCredential || sameHost || locationTrusted
+        }
+    }
+
     var line: String { "\(name): \(value)" }
 }
 

@@ -87,12 +87,27 @@ public struct URLRules: Sendable, Equatable {
 /// Host patterns of rules and headers: `example.com` (that host), `*.example.com` (its subdomains
 /// and itself), optionally with `:PORT`.
 public enum HostPattern {
+    /// Whether `host` (`name` or `name:port`, as `URLText.host` gives it) matches `pattern`:
+    /// `name`, `*.name` (the name and every name below it), either with `:port` to match that
+    /// port only.
     public static func matches(_ pattern: String, host: String) -> Bool {
-        let p = pattern.lowercased(), h = host.lowercased()
-        if p.hasPrefix("*.") {
-            let suffix = p.dropFirst(1) // ".example.com"
-            return h.hasSuffix(suffix) || h == String(suffix.dropFirst())
+        let (patternName, patternPort) = split(pattern.lowercased())
+        let (name, port) = split(host.lowercased())
+        if let patternPort, patternPort != port { return false }
+        if patternName.hasPrefix("*.") {
+            let parent = patternName.dropFirst(2)
+            return name == parent || name.hasSuffix("." + parent)
         }
-        return p == h || (!p.contains(":") && h.split(separator: ":").first.map(String.init) == p)
+        return name == patternName
+    }
+
+    /// `name` and `port` of `name[:port]` or `[v6][:port]`.
+    private static func split(_ authority: String) -> (Substring, Substring?) {
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            let rest = authority[authority.index(after: close)...]
+            return (authority[...close], rest.hasPrefix(":") ? rest.dropFirst() : nil)
+        }
+        guard let colon = authority.lastIndex(of: ":") else { return (authority[...], nil) }
+        return (authority[..<colon], authority[authority.index(after: colon)...])
     }
 }

@@ -67,6 +67,11 @@ public enum URLText {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The userinfo of an absolute URL (`user:password`), as written; nil when it has none.
+    public static func userinfo(of url: String) -> String? {
+        userinfoRange(url).map { String(url[$0]) }
+    }
+
     /// The URL without its userinfo: the same resource for any credential, as the cache keys it.
     public static func withoutUserinfo(_ url: String) -> String {
         guard let userinfo = userinfoRange(url) else { return url }
