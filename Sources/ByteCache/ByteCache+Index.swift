@@ -198,6 +198,24 @@ extension ByteCache {
         }
     }
 
+    /// Drops the stored bytes of `generation` and advances the row to the next (a new data file),
+    /// in one transaction; false when the row is gone or has moved on already. For content found
+    /// to be of two versions where no validator said so (an origin without ETag or Last-Modified
+    /// that changed under the same size).
+    static func dropVersion(db: SQLiteDatabase, generation: StoreGeneration) throws -> Bool {
+        try db.writeTransaction {
+            var current: StoreGeneration?
+            try db.query("SELECT id, generation FROM resources WHERE id = ?", [.int(generation.row)]) {
+                current = StoreGeneration(row: $0.int(0), number: $0.int(1))
+            }
+            guard current == generation else { return false }
+            try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(generation.row)])
+            try db.query("UPDATE resources SET generation = ?, stored_bytes = 0 WHERE id = ?",
+                         [.int(generation.number + 1), .int(generation.row)])
+            return true
+        }
+    }
+
     static func touch(db: SQLiteDatabase, id: Int64) throws {
         try db.query("UPDATE resources SET last_access = ? WHERE id = ?", [.double(now), .int(id)])
     }

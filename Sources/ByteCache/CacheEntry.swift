@@ -11,8 +11,9 @@ import Synchronization
 /// files happen outside it, so readers of present bytes never stall behind them. Decisions made
 /// outside the lock are applied only if the entry is still at the generation they were based on.
 public final class CacheEntry: RangeStore {
-    /// Written bytes not yet committed are committed once they reach this many.
-    static let autoCommitBytes: Int64 = 16 << 20
+    /// Written bytes not yet committed are committed once they reach this many (and a running
+    /// fetch commits every second besides: `RemoteResource`), so a crash loses little.
+    static let autoCommitBytes: Int64 = 4 << 20
 
     public let key: String
     public let url: String
@@ -204,6 +205,15 @@ public final class CacheEntry: RangeStore {
                                                                      number: loaded.generation.number - 1)))
         }
         return dropped
+    }
+
+    public func dropVersion(_ generation: StoreGeneration) throws {
+        if let refusal = state.withLock({ $0.refusal }) { throw refusal }
+        guard state.withLock({ $0.generation == generation }) else { return }
+        let dropped = try cache.index.withLock { try ByteCache.dropVersion(db: $0, generation: generation) }
+        try moveOn(from: generation)
+        // The old version's file goes once no one has it open.
+        if dropped { try CacheDirectory.remove(cache.dataPath(generation)) }
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {

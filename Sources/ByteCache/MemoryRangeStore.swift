@@ -46,6 +46,12 @@ public final class MemoryRangeStore: RangeStore {
         }
     }
 
+    public func dropVersion(_ generation: StoreGeneration) throws {
+        state.withLock { s in
+            if s.generation == generation.number { s = State(validators: s.validators, generation: s.generation + 1) }
+        }
+    }
+
     public var generation: StoreGeneration { state.withLock { StoreGeneration(row: 0, number: $0.generation) } }
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {

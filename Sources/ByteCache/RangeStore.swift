@@ -13,6 +13,10 @@ public protocol RangeStore: AnyObject, Sendable {
     /// in which case all stored bytes have been dropped.
     @discardableResult
     func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool
+    /// Drops every stored byte of `generation` and starts the next one: the content was found to
+    /// be of two versions although the validators agree (an origin without ETag or Last-Modified
+    /// changed under the same size). Nothing happens when the store has moved on already.
+    func dropVersion(_ generation: StoreGeneration) throws
     /// Changes whenever the stored content is replaced (new validators, a new data file): a
     /// transfer remembers it when its response arrives and writes with it.
     var generation: StoreGeneration { get }

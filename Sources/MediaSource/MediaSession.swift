@@ -19,20 +19,24 @@ public final class MediaSession: Sendable {
     public let readahead: ReadaheadPolicy
     public let cancellation: Cancellation
     private let remotes: ResourceRegistry
+    private let notices: OriginNotices
 
     /// `keepWarm`: how many recently used resources stay open after their last reader left, for a
     /// long-running process whose clients come back (a player's next range request, a job after a
     /// probe): they skip reopening their cache entry, and their index rows, each time. A warm entry
     /// is in use, so eviction passes it by; a CLI run keeps none.
+    /// `onNotice` hears, once per origin, what readers learnt about it (an origin without
+    /// validators), as a sentence; the same sentence is among the first such resource's warnings.
     public init(cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
                 readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation(),
-                keepWarm: Int = 0) {
+                keepWarm: Int = 0, onNotice: (@Sendable (String) -> Void)? = nil) {
         self.cache = cache
         self.fetcher = RangeFetcher(options: fetchOptions)
         self.offline = offline
         self.readahead = readahead
         self.cancellation = cancellation
         remotes = ResourceRegistry(keepWarm: keepWarm)
+        notices = OriginNotices(onNotice: onNotice)
     }
 
     private init(sharing parent: MediaSession, cancellation: Cancellation) {
@@ -42,6 +46,7 @@ public final class MediaSession: Sendable {
         readahead = parent.readahead
         self.cancellation = cancellation
         remotes = parent.remotes
+        notices = parent.notices
     }
 
     /// A session for one job of a long-running process: the same cache, fetcher (warm
@@ -101,7 +106,8 @@ public final class MediaSession: Sendable {
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
             let resource = try remotes.resource(for: url) {
-                try RemoteResource(url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache)
+                try RemoteResource(url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
+                                   notices: notices)
             }
             return RemoteSource(resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
         }

@@ -16,6 +16,7 @@ final class RemoteResource: @unchecked Sendable {
     let shown: String
     let fetcher: RangeFetcher
     let cache: ByteCache?
+    private let notices: OriginNotices
 
     // Guarded by `condition`, which is also signalled whenever bytes are stored or a fetch ends.
     private let condition = NSCondition()
@@ -26,8 +27,9 @@ final class RemoteResource: @unchecked Sendable {
     private var locationValue: String?
     private var running: [RunningFetch] = []
 
-    init(url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?) throws {
+    init(url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?, notices: OriginNotices) throws {
         self.url = url
+        self.notices = notices
         self.shown = shown
         self.fetcher = fetcher
         self.cache = cache
@@ -37,8 +39,20 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     var store: any RangeStore { condition.withLock { storeValue } }
-    /// The store and the size, in one look (the read path's hot spot).
-    var snapshot: (store: any RangeStore, size: Int64?) { condition.withLock { (storeValue, sizeValue) } }
+    /// What a read at `offset` may take, in one look (the read path's hot spot): the store, the
+    /// size, where it must stop (a fetch's barrier ahead, `OverlapCheck`), and a fetch whose
+    /// barrier is right at `offset`, to wait for before reading on.
+    func readView(at offset: Int64) -> (store: any RangeStore, size: Int64?, stop: Int64?, waitFor: RunningFetch?) {
+        condition.withLock {
+            var stop: Int64?, waitFor: RunningFetch?
+            for fetch in running {
+                guard let barrier = fetch.barrier, barrier >= offset else { continue }
+                if barrier == offset { waitFor = fetch }
+                stop = min(stop ?? barrier, barrier)
+            }
+            return (storeValue, sizeValue, stop, waitFor)
+        }
+    }
     /// The size, once the origin (or the cache) has said it.
     var size: Int64? { condition.withLock { sizeValue } }
     var warnings: [String] { condition.withLock { warningsValue } }
@@ -75,6 +89,14 @@ final class RemoteResource: @unchecked Sendable {
                 return existing
             }
             if storeValue.available.coveredLength(from: offset) > 0 { return nil }
+            // Without a validator (or before the first answer says there is one), a fetch near a
+            // running one waits for it: side by side, nothing would compare their bytes.
+            let validators = storeValue.validators
+            if validators.etag == nil, validators.lastModified == nil,
+               running.contains(where: { OverlapCheck.mustWait(offset..<end, for: $0.range) }) {
+                _ = condition.wait(until: Date().addingTimeInterval(0.2))
+                continue
+            }
             // A fetch whose bytes are all stored is only finishing: let it hand its connection back,
             // so that a sequential reader goes on over one kept-alive connection. Then look again:
             // another reader may have started what this one wants meanwhile.
@@ -144,6 +166,17 @@ final class RemoteResource: @unchecked Sendable {
             finish(fetch, .failed(error is CancellationError ? FetchError.cancelled(url: shown) : error))
             return
         }
+        // An origin without validators: the stored bytes around the gap come too, to be compared.
+        let check = OverlapCheck(core: range, validators: store.validators, stored: store.available)
+        if let check, check.request.upperBound > range.upperBound { fetch.setBarrier(range.upperBound) }
+        // What arrives is recorded at least every second, however slowly it comes: a crash of the
+        // process loses little (the store also commits every few MiB).
+        let committer = DispatchSource.makeTimerSource(queue: .global())
+        let committed = store
+        committer.schedule(deadline: .now() + RemoteResource.commitInterval, repeating: RemoteResource.commitInterval)
+        committer.setEventHandler { try? committed.commit() }
+        committer.resume()
+        defer { committer.cancel() }
         var counters = FetchCounters()
         var stored: Int64 = 0 // counted live, for progress
         var responses: Int64 = 0 // counted as they arrive
@@ -152,7 +185,8 @@ final class RemoteResource: @unchecked Sendable {
         var target = condition.withLock { (storeValue, storeValue.generation) }
         let outcome: RunningFetch.Outcome
         do {
-            let result = try fetcher.fetch(url: url, range: range, ifRange: ifRange, cancellation: fetch.cancellation,
+            let result = try fetcher.fetch(url: url, range: check?.request ?? range, ifRange: ifRange, cancellation: fetch.cancellation,
+                                           resumeOverlap: check == nil ? 0 : OverlapCheck.overlap,
                                            tally: &counters,
                                            onResponse: { info in
                                                responses += 1
@@ -161,6 +195,12 @@ final class RemoteResource: @unchecked Sendable {
                                                target = self.condition.withLock { (self.storeValue, self.storeValue.generation) }
                                            },
                                            onData: { offset, bytes in
+                                               if let check {
+                                                   try self.checkAndStore(bytes, at: offset, check: check, fetch: fetch,
+                                                                          into: target, tally: tally, stored: &stored,
+                                                                          deliveredEnd: &deliveredEnd)
+                                                   return
+                                               }
                                                let piece = offset..<offset + Int64(bytes.count)
                                                // Counted before any reader can see the bytes, so that
                                                // reading them is not mistaken for a cache hit.
@@ -177,6 +217,16 @@ final class RemoteResource: @unchecked Sendable {
             outcome = try interpret(result, range: range, deliveredEnd: deliveredEnd)
         } catch is StaleTransfer {
             outcome = .done // newer content arrived through another transfer: readers look again
+        } catch let mismatch as OverlapMismatch {
+            // Another version under the same size: none of the stored bytes can be trusted with
+            // the new ones. Readers that used them find their generation gone; the rest read anew.
+            outcome = (try? target.0.dropVersion(target.1)).map {
+                condition.withLock {
+                    warningsValue.append("\(shown) changed on the server: bytes at \(mismatch.offset) differ from the cached ones "
+                                         + "(it sends neither ETag nor Last-Modified to say so); cached bytes of the old version were dropped")
+                }
+                return .done
+            } ?? .failed(SourceError.versionChanged(input: shown))
         } catch {
             try? store.commit() // what arrived before the failure is good
             outcome = .failed(error)
@@ -200,6 +250,9 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     private struct StaleTransfer: Error {}
+
+    /// Seconds between commits of a running fetch's bytes.
+    static let commitInterval: Double = 1
 
     /// What a finished request means for the range it asked for.
     private func interpret(_ result: FetchOutcome, range: Range<Int64>, deliveredEnd: Int64) throws -> RunningFetch.Outcome {
@@ -240,6 +293,56 @@ final class RemoteResource: @unchecked Sendable {
         condition.withLock { sizeValue = size }
     }
 
+    /// A piece of a transfer of a resource without validators (`OverlapCheck`): its stored parts
+    /// compared (a difference is `OverlapMismatch`), its missing ones stored. Once the bytes after
+    /// the gap have been compared, readers may read on past it.
+    private func checkAndStore(_ bytes: UnsafeRawBufferPointer, at offset: Int64, check: OverlapCheck, fetch: RunningFetch,
+                               into target: (any RangeStore, StoreGeneration), tally: ReaderTally,
+                               stored: inout Int64, deliveredEnd: inout Int64) throws {
+        let piece = offset..<offset + Int64(bytes.count)
+        let (compare, keep) = check.parts(of: piece, available: target.0.available)
+        for part in compare where !(try RemoteResource.matches(bytes, at: offset, part: part, in: target.0)) {
+            throw OverlapMismatch(offset: part.lowerBound)
+        }
+        for part in keep {
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(part.lowerBound - offset)..<Int(part.upperBound - offset)])
+            tally.stored(part)
+            guard try store(slice, at: part.lowerBound, into: target) else {
+                tally.refused(part)
+                throw StaleTransfer()
+            }
+            stored += Int64(part.count)
+        }
+        fetch.arrived(bytes.count)
+        deliveredEnd = max(deliveredEnd, piece.upperBound)
+        if piece.upperBound >= check.request.upperBound {
+            fetch.setBarrier(nil)
+            condition.withLock { condition.broadcast() }
+        }
+    }
+
+    /// Whether `part` of a piece at `offset` equals the bytes `store` holds there (true when it
+    /// no longer holds them all: then there is nothing the new ones could be mixed with).
+    private static func matches(_ bytes: UnsafeRawBufferPointer, at offset: Int64, part: Range<Int64>,
+                                in store: any RangeStore) throws -> Bool {
+        var held = [UInt8](repeating: 0, count: part.count)
+        let read = try held.withUnsafeMutableBytes { try store.read(into: $0, at: part.lowerBound) }
+        guard read.count == part.count else { return true }
+        let start = Int(part.lowerBound - offset)
+        return held.withUnsafeBytes { memcmp($0.baseAddress!, bytes.baseAddress! + start, part.count) } == 0
+    }
+
+    /// Waits until `fetch` no longer holds readers at its barrier (its overlap was compared, or it
+    /// ended). `token` cancels the wait.
+    func waitPastBarrier(of fetch: RunningFetch, token: ReaderToken) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while fetch.barrier != nil {
+            if token.interrupted { throw FetchError.cancelled(url: shown) }
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+        }
+    }
+
     /// Stores a piece of a transfer if `target` is still the current store in the same
     /// generation, and wakes the readers waiting for it.
     private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)) throws -> Bool {
@@ -265,13 +368,18 @@ final class RemoteResource: @unchecked Sendable {
                 // A 200 for a new version answers If-Range; only an unchanged resource shows that ranges are ignored.
                 warningsValue.append("the server of \(shown) ignores range requests; reading from the start instead")
             }
-            // Versions are told apart by ETag, Last-Modified and size; with only the size, a new
-            // version of the same length is indistinguishable, and the user should know.
-            let blind = "\(shown) has neither ETag nor Last-Modified: a change that keeps its size cannot be detected"
-            if info.etag == nil && info.lastModified == nil && !warningsValue.contains(blind) {
-                warningsValue.append(blind)
-            }
         }
+        // Versions are told apart by ETag, Last-Modified and size; with only the size, a new version
+        // of the same length shows only where new bytes meet stored ones (`OverlapCheck`), and the
+        // user should know. Said once per origin.
+        if info.etag == nil && info.lastModified == nil, let notice = notices.note("no validators", url: url, { origin in
+            "\(origin) sends neither ETag nor Last-Modified: mprobe tells its versions apart by size and by comparing "
+                + "\(OverlapCheck.overlap >> 10) KiB of cached bytes around each range it fetches, so a change confined to bytes "
+                + "it reads only once goes unseen"
+        }) {
+            condition.withLock { warningsValue.append(notice) }
+        }
+        condition.withLock { condition.broadcast() } // fetches waiting to learn whether there are validators
         if let cache, let size = info.totalSize, !cache.canStore(size: size), store is CacheEntry {
             let memory = MemoryRangeStore()
             try memory.applyValidators(validators, contentType: info.contentType)

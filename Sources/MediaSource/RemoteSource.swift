@@ -27,8 +27,10 @@ public final class RemoteSource: MediaSource {
     private struct State {
         var readahead: ReadaheadState
         var readaheadLimit: Int64?
-        /// The version of the bytes handed out so far (nil before the first).
+        /// The version of the bytes handed out so far (nil before the first), and the store's
+        /// generation they came from: without validators, a version change shows only there.
         var pinned: ResourceValidators?
+        var pinnedGeneration: StoreGeneration?
         /// Another version was seen after `pinned`: nothing more is read through this reader.
         var versionChanged = false
     }
@@ -104,12 +106,18 @@ public final class RemoteSource: MediaSource {
         var fetched = false
         while true {
             try ensureOneVersion()
-            let (store, size) = resource.snapshot
+            let (store, size, stop, barrier) = resource.readView(at: offset)
             if let size, offset >= size { return try endOfFile() }
-            let copied = try store.read(into: buffer, at: offset)
+            if let barrier {
+                // A fetch is comparing the stored bytes from here with the ones it brings.
+                try resource.waitPastBarrier(of: involve(barrier), token: token)
+                continue
+            }
+            let usable = stop.map { Int(min(Int64(buffer.count), $0 - offset)) } ?? buffer.count
+            let copied = try store.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<usable]), at: offset)
             let n = copied.count
             if n > 0 {
-                try pin(copied.validators)
+                try pin(copied.validators, generation: copied.generation)
                 state.withLock { $0.readahead.didRead(at: offset, count: n) }
                 let fromCache = tally.read(offset..<offset + Int64(n))
                 store.recordRead(fromCache: fromCache, fetched: fetched ? Int64(n) - fromCache : 0)
@@ -143,7 +151,7 @@ public final class RemoteSource: MediaSource {
             let fetch = involve(started)
             let continues = try resource.wait(for: nil, on: fetch, token: token)
             // The bytes fetched for this reader must be of the version it has read.
-            try pin(resource.store.validators, handedOut: false)
+            try pin(resource.store.validators, generation: resource.store.generation, handedOut: false)
             guard continues else { return } // the resource ends before the gap
             wanted = wanted.clamped(to: 0..<(resource.size ?? Int64.max))
         }
@@ -191,7 +199,7 @@ public final class RemoteSource: MediaSource {
     /// The end of the resource, if it is the end of the version this reader has read: an end that
     /// moved (a 416 naming another size, a file that shrank) is another version, not a short file.
     private func endOfFile() throws -> Int {
-        try pin(resource.store.validators, handedOut: false)
+        try pin(resource.store.validators, generation: resource.store.generation, handedOut: false)
         return 0
     }
 
@@ -206,18 +214,21 @@ public final class RemoteSource: MediaSource {
         if state.withLock({ $0.versionChanged }) { throw SourceError.versionChanged(input: input) }
     }
 
-    /// Bytes of the version `validators` reached this reader: pin it (when they were handed out),
-    /// or fail if another version was pinned before.
-    private func pin(_ validators: ResourceValidators, handedOut: Bool = true) throws {
+    /// Bytes of the version `validators` (of the store's `generation`) reached this reader: pin
+    /// it (when they were handed out), or fail if another version was pinned before.
+    private func pin(_ validators: ResourceValidators, generation: StoreGeneration? = nil, handedOut: Bool = true) throws {
         try state.withLock { s in
             if let pinned = s.pinned {
-                if pinned.conflicts(with: validators) {
+                let otherGeneration = generation.map { s.pinnedGeneration != nil && $0 != s.pinnedGeneration } ?? false
+                if pinned.conflicts(with: validators) || otherGeneration {
                     s.versionChanged = true
                     throw SourceError.versionChanged(input: input)
                 }
                 s.pinned = pinned.merged(with: validators)
+                if s.pinnedGeneration == nil { s.pinnedGeneration = generation }
             } else if handedOut {
                 s.pinned = validators
+                s.pinnedGeneration = generation
             }
         }
     }

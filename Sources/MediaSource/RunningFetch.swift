@@ -98,6 +98,12 @@ final class RunningFetch: Sendable {
 
     var outcome: Outcome? { result.withLock { $0 } }
 
+    /// Where readers must not read on from until this fetch has compared the stored bytes there
+    /// with the ones it is bringing (`OverlapCheck`): the end of its range, while they are awaited.
+    private let barrierAt = Mutex<Int64?>(nil)
+    var barrier: Int64? { outcome == nil ? barrierAt.withLock { $0 } : nil }
+    func setBarrier(_ offset: Int64?) { barrierAt.withLock { $0 = offset } }
+
     func finish(_ outcome: Outcome) { result.withLock { $0 = outcome } }
 }
 
