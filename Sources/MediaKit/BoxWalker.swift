@@ -75,6 +75,10 @@ public struct BoxWalker: Sendable {
     /// The largest moov fetched. A day of 60 fps video with audio has a moov of about 100 MB; a
     /// larger claim is taken for damage rather than downloaded.
     public var maxHeaderBox: Int64 = 256 << 20
+    /// A moov cut short by the end of the file is noted in `MP4Layout.damaged` and taken to the
+    /// end of the file, for libavformat to make of it what it can (ffprobe's drop-in mode answers
+    /// what ffprobe answers: often the format, with no streams), instead of being an error.
+    public var acceptsACutMoov = false
     static let maxBoxes = 100_000
 
     static let topLevelTypes: Set<String> = [
@@ -160,6 +164,11 @@ public struct BoxWalker: Sendable {
                     + "but its boxes end at \(end)"
             }
             return BoxHeader(type: "moov", offset: stated.offset, size: end - stated.offset, headerSize: stated.headerSize)
+        }
+        if size > room, acceptsACutMoov {
+            layout.damaged = "the moov box at offset \(stated.offset) claims \(size) bytes but the file ends at \(fileSize)"
+            if !source.isLocal(stated.offset..<fileSize) { try source.prefetch(stated.offset..<fileSize) }
+            return BoxHeader(type: "moov", offset: stated.offset, size: room, headerSize: stated.headerSize)
         }
         if size > room {
             throw MediaError.malformed(input: source.input, detail: "the moov box at offset \(stated.offset) claims \(size) "

@@ -81,6 +81,8 @@ public struct PrefetchJob: Sendable {
             // Bytes a readahead transfer still running stored (the plan found them here) are
             // recorded only when it ends; the process may end first.
             try source.makeDurable()
+            // The ticker may not have run since the last bytes came (or at all, for a quick job).
+            progress(source.counters.bytesFetched - base, plan.missingBytes)
         }
         if source.versionChanged { throw SourceError.versionChanged(input: source.input) }
         return PrefetchResult(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),

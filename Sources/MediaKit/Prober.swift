@@ -98,6 +98,9 @@ public struct Prober: Sendable {
     /// opens one. `streams` chooses streams as ffprobe's `-select_streams` does; nil for all.
     public func details(_ input: String, session: MediaSession, streams: String? = nil) throws -> ProbeDetails {
         try session.onOneVersion {
+            // ffprobe's answer: what libavformat makes of a cut file, not mprobe's stricter check.
+            var walker = walker
+            walker.acceptsACutMoov = true
             let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, walker: walker)
             var details = try opened.context.details(input: opened.source.input, selecting: streams)
             details.warnings = opened.warnings
