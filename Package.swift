@@ -31,7 +31,7 @@ let package = Package(
         // so `mprobe serve` shows it wherever the binary is copied.
         .target(name: "Service", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch",
                                                 "URLSupport", "CMicroHTTPD", "CSQLite"],
-                resources: [.embedInCode("Dashboard")]),
+                resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
         .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.

@@ -7,17 +7,20 @@
 #include <microhttpd.h>
 
 /* MHD_start_daemon with the options mprobe uses: a thread per connection (handlers may block on
-   the network), an address to bind, a cap on connections, an idle timeout in seconds and a
-   callback when a request is done (to release its context). */
+   the network), an address to bind, a cap on connections, an idle timeout in seconds, a callback
+   when a request is done (to release its context) and one when a connection opens or closes (to
+   count clients and time their headers). */
 static inline struct MHD_Daemon *mp_mhd_start(unsigned int flags, const struct sockaddr *address,
                                               unsigned int connection_limit, unsigned int timeout,
                                               MHD_AccessHandlerCallback handler, void *handler_cls,
-                                              MHD_RequestCompletedCallback completed, void *completed_cls) {
+                                              MHD_RequestCompletedCallback completed, void *completed_cls,
+                                              MHD_NotifyConnectionCallback notify, void *notify_cls) {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
                             MHD_OPTION_END);
 }
 
@@ -47,6 +50,9 @@ static inline int mp_socket_peer_closed(int fd) {
     if (fd < 0 || poll(&p, 1, 0) < 0) return 1;
     return (p.revents & (0x2000 | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
+
+/* A connection's notification: opened (1) or closed (0). */
+static inline int mp_mhd_notify_started(enum MHD_ConnectionNotificationCode code) { return code == MHD_CONNECTION_NOTIFY_STARTED; }
 
 /* Enum constants whose Swift spelling depends on how the importer strips prefixes. */
 static inline enum MHD_ValueKind mp_mhd_header_kind(void) { return MHD_HEADER_KIND; }

@@ -17,6 +17,10 @@ public final class Service: Sendable {
     let session: MediaSession
     let guardian: OriginGuard
     let token: AccessToken?
+    /// `--allow-origin`s, as browsers write an `Origin`.
+    private let allowedOrigins: Set<String>
+    /// Made again with the bound port once listening (the config may ask for port 0).
+    private let hostCheck: Mutex<HostCheck>
     let metrics = Metrics()
     let store: JobStore
     let runner: JobRunner
@@ -42,6 +46,8 @@ public final class Service: Sendable {
         try FFmpegLibraries.require()
         guardian = try OriginGuard(allowHosts: config.allowHosts)
         token = try config.token.map(AccessToken.init)
+        allowedOrigins = Set(try config.allowOrigins.map(Service.origin))
+        hostCheck = Mutex(try HostCheck(listenHost: config.host, port: config.port, publicHosts: config.publicHosts))
         cache = try ByteCache(directory: config.cacheDirectory, maxBytes: config.maxCacheBytes,
                               urlRules: config.fetchOptions.urlRules)
         var fetchOptions = config.fetchOptions
@@ -50,7 +56,7 @@ public final class Service: Sendable {
         // Marks the service's own requests, so that an origin redirecting to a service (this one,
         // or another pointing back) is refused at once instead of nesting request within request.
         fetchOptions.headers.append(try RequestHeader(parsing: Service.viaHeader))
-        session = MediaSession(cache: cache, fetchOptions: fetchOptions, keepWarm: 64)
+        session = MediaSession(cache: cache, fetchOptions: fetchOptions, keepWarm: 64, onNotice: { log("warning: " + $0) })
         store = try SQLiteJobStore(cache: cache)
         let files = config.cacheDirectory + "/jobs"
         runner = JobRunner(store: store, session: session, guardian: guardian, metrics: metrics, filesDirectory: files,
@@ -59,10 +65,14 @@ public final class Service: Sendable {
         var limits = HTTPServer.Limits()
         limits.maxBody = config.limits.maxRequestBody
         limits.maxConnections = config.limits.maxConnections
+        limits.maxConnectionsPerClient = config.limits.maxConnectionsPerClient
+        limits.headerTimeout = config.limits.headerTimeout
         let started = try HTTPServer(host: config.host, port: config.port, limits: limits,
                                      handler: { [unowned self] in self.handle($0) },
                                      completed: { [unowned self] in self.completed($0) })
         server.withLock { $0 = started }
+        let named = try HostCheck(listenHost: config.host, port: started.port, publicHosts: config.publicHosts)
+        hostCheck.withLock { $0 = named }
         try runner.start(workers: config.workers)
     }
 
@@ -70,12 +80,13 @@ public final class Service: Sendable {
     public var port: Int { server.withLock { $0?.port ?? 0 } }
 
     /// Stops: no new connections; running jobs go back to the queue (they run again after a
-    /// restart); responses in flight get `grace` seconds to finish, then their streams end short.
+    /// restart); jobs and responses in flight share one deadline, `grace` seconds from now, after
+    /// which streams still open end short.
     public func stop(grace: Double = 5) {
+        let deadline = Date().addingTimeInterval(grace)
         let server = self.server.withLock { $0 }
         server?.quiesce()
-        runner.stop(grace: grace)
-        let deadline = Date().addingTimeInterval(grace)
+        runner.stop(until: deadline)
         while streams.load(ordering: .relaxed) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         stopping.cancel()
         server?.stop()
@@ -93,66 +104,84 @@ public final class Service: Sendable {
     }
 
     private func route(_ request: HTTPRequest) throws -> HTTPResponse {
+        // Before anything else: a name the service does not answer to is a page rebound onto it.
+        guard hostCheck.withLock({ $0.admits(request.headers["host"]) }) else {
+            throw APIError(status: 421, code: "misdirected_request", message:
+                "this service does not answer to the host \(Service.loggable(String((request.headers["host"] ?? "").prefix(200)))); "
+                + "give it with --public-host NAME")
+        }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        if parts == ["healthz"] { return try only(["GET", "HEAD"], request) { json(.object([("status", .string("ok"))])) } }
-        // The dashboard's files hold no data: served without the token, so the page can ask for it.
-        if let asset = DashboardAsset(path: parts) { return try only(["GET", "HEAD"], request) { asset.response } }
-        // `/v1/stream/NAME?url=`: the same proxy, named as the origin's file (rewritten playlists
-        // point there, since ffmpeg's hls demuxer takes a segment only by its extension).
-        let streamRoute = parts == ["v1", "stream"] || (parts.count == 3 && parts[0...1] == ["v1", "stream"])
-        let playerRoute = streamRoute || (parts.count >= 5 && parts[0...1] == ["v1", "jobs"] && parts[3] == "files")
-        if let token, !token.admits(request, queryAllowed: playerRoute) {
+        guard let (route, parameters) = Service.route(for: parts) else {
+            throw APIError.notFound("no such endpoint: \(request.method) \(request.path)")
+        }
+        try admit(request, to: route)
+        guard let handler = route.handler(for: request.method) else {
+            var response = APIError(status: 405, code: "method_not_allowed",
+                                    message: "\(request.path) answers \(route.methods.joined(separator: ", "))").response
+            response.headers.append(("Allow", route.methods.joined(separator: ", ")))
+            return response
+        }
+        var response = try handler(self, request, parameters)
+        if route.access == .player, case .otherOrigin(let origin?) = RequestSite(headers: request.headers) {
+            // Admitted above, so listed: a web player there may read the bytes and the range headers.
+            response.headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                                 ("Access-Control-Expose-Headers", "Content-Range, Content-Length, Accept-Ranges, ETag, Last-Modified")]
+        }
+        return response
+    }
+
+    /// The front door's rules for `request` on `route`, each a clear refusal: a page of another
+    /// origin (403), a state-changing request that is not JSON (415), a missing token (401), a
+    /// URL past the limit (414), a request the service itself made (508).
+    private func admit(_ request: HTTPRequest, to route: Route) throws {
+        guard route.access != .open else { return }
+        let changesState = request.method != "GET" && request.method != "HEAD"
+        switch RequestSite(headers: request.headers) {
+        case .noBrowser, .sameOrigin:
+            break
+        case .otherOrigin(let origin):
+            let listed = origin.flatMap(RequestSite.origin(of:)).map(allowedOrigins.contains) ?? false
+            guard route.access == .player, !changesState, listed else {
+                throw APIError(status: 403, code: "cross_origin", message: "requests from pages of other origins ("
+                               + Service.loggable(String((origin ?? "one that names none").prefix(200)))
+                               + ") are refused" + (route.access == .player ? "; allow a player's page with --allow-origin" : ""))
+            }
+        }
+        // A form or a no-cors fetch can post text/plain or a form encoding, never application/json.
+        if request.method == "POST", request.headers["content-type"].flatMap(MediaType.init)?.description != "application/json" {
+            throw APIError(status: 415, code: "unsupported_media_type", message: "the body must be sent as Content-Type: application/json")
+        }
+        if let token, !token.admits(request, queryAllowed: route.access == .player) {
             throw APIError(status: 401, code: "unauthorized", message: "this server needs Authorization: Bearer TOKEN")
         }
         if let url = request.query["url"], url.utf8.count > config.limits.maxURLLength {
             throw APIError(status: 414, code: "url_too_long", message: "the url parameter is longer than \(config.limits.maxURLLength) bytes")
         }
-        if parts == ["v1", "probe"] || streamRoute, Service.isLoop(request) {
+        if route.template == "/v1/probe" || route.label == "/v1/stream", Service.isLoop(request) {
             throw APIError(status: 508, code: "loop_detected",
                            message: "this request comes from an mprobe service fetching an origin: an origin redirects back to a service")
         }
-        switch parts {
-        case ["metrics"]: return try only(["GET"], request) { metricsPage() }
-        case ["v1", "health"]: return try only(["GET"], request) { json(metrics.health(gauges())) }
-        case ["v1", "probe"]: return try only(["GET"], request) { try probe(request) }
-        case ["v1", "stream"]: return try only(["GET", "HEAD"], request) { try stream(request) }
-        case ["v1", "cache"]:
-            if request.method == "DELETE" { return try removeFromCache(request) }
-            return try only(["GET"], request) { try json(CacheReport.stats(cache.stats(), directory: cache.directory)) }
-        case ["v1", "cache", "ranges"]: return try only(["GET"], request) { try cacheRanges(request) }
-        case ["v1", "cache", "resources"]: return try only(["GET"], request) { try json(CacheReport.resources(cache.resources())) }
-        case ["v1", "jobs"]:
-            if request.method == "POST" { return try submitJob(request) }
-            return try only(["GET"], request) { try listJobs(request) }
-        default:
-            if streamRoute { return try only(["GET", "HEAD"], request) { try stream(request) } }
-            if parts.count == 3, parts[0...1] == ["v1", "jobs"] {
-                if request.method == "DELETE" { return try cancelJob(parts[2]) }
-                return try only(["GET"], request) { try showJob(parts[2]) }
-            }
-            if parts.count >= 5, parts[0...1] == ["v1", "jobs"], parts[3] == "files" {
-                return try only(["GET", "HEAD"], request) { try jobFile(id: parts[2], name: Array(parts[4...]), request: request) }
-            }
-            throw APIError.notFound("no such endpoint: \(request.method) \(request.path)")
-        }
     }
+
+    /// `--allow-origin` text as a browser writes the origin (`https://app.example.com`), or a
+    /// configuration error.
+    static func origin(_ text: String) throws -> String {
+        let trimmed = text.hasSuffix("/") ? String(text.dropLast()) : text
+        guard let origin = RequestSite.origin(of: trimmed), let components = URLComponents(string: trimmed),
+              components.path.isEmpty, components.query == nil, components.user == nil else {
+            throw ServiceError.configuration("--allow-origin needs an origin such as https://app.example.com, got '\(text)'")
+        }
+        return origin
+    }
+
+    /// The longest access token a request can carry.
+    public static let maxTokenLength = AccessToken.maxLength
 
     static let viaHeader = "Via: 1.1 mprobe"
 
     /// A request the service (or another mprobe service) made itself: a fetch that came back.
     private static func isLoop(_ request: HTTPRequest) -> Bool {
         request.headers["via"].map { $0.lowercased().contains("mprobe") } ?? false
-    }
-
-    /// Runs `body` when the method is one of `methods`, else answers 405 with `Allow`.
-    private func only(_ methods: [String], _ request: HTTPRequest, _ body: () throws -> HTTPResponse) throws -> HTTPResponse {
-        guard methods.contains(request.method) else {
-            var response = APIError(status: 405, code: "method_not_allowed",
-                                    message: "\(request.path) answers \(methods.joined(separator: ", "))").response
-            response.headers.append(("Allow", methods.joined(separator: ", ")))
-            return response
-        }
-        return try body()
     }
 
     func json(_ value: JSON, status: Int = 200) -> HTTPResponse { json(text: value.text, status: status) }
@@ -211,18 +240,7 @@ public final class Service: Sendable {
 
     /// The route a path belongs to, with ids and file names folded, for metrics labels.
     static func routeName(_ path: String) -> String {
-        let parts = path.split(separator: "/").map(String.init)
-        switch parts.count {
-        case 3 where parts[0...1] == ["v1", "jobs"]: return "/v1/jobs/{id}"
-        case 3 where parts[0...1] == ["v1", "stream"]: return "/v1/stream"
-        case 5... where parts[0...1] == ["v1", "jobs"] && parts[3] == "files": return "/v1/jobs/{id}/files/{name}"
-        default:
-            if DashboardAsset(path: parts) != nil { return "/dashboard" }
-            let known: Set<String> = ["/healthz", "/metrics", "/v1/health", "/v1/probe", "/v1/stream", "/v1/cache",
-                                      "/v1/cache/ranges", "/v1/cache/resources", "/v1/jobs"]
-            let joined = "/" + parts.joined(separator: "/")
-            return known.contains(joined) ? joined : "other"
-        }
+        route(for: path.split(separator: "/").map(String.init))?.0.label ?? "other"
     }
 
     /// What `/metrics` and `/v1/health` show besides the counters `metrics` keeps, read now.
@@ -235,7 +253,7 @@ public final class Service: Sendable {
             cacheResources: stats?.resources ?? 0, jobs: jobs, originConnections: session.fetcher.openHandles)
     }
 
-    private func metricsPage() -> HTTPResponse {
+    func metricsPage() -> HTTPResponse {
         HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                      body: .bytes(Array(metrics.exposition(gauges()).utf8)))
     }

@@ -8,12 +8,15 @@ struct Arguments {
     /// Every value of each option, in order (`--allow-host a --allow-host b`).
     private var repeated: [String: [String]] = [:]
     private var flags: Set<String> = []
+    /// Options that take two values (`--header-for HOST 'Name: value'`), in order.
+    private var pairs: [String: [(String, String)]] = [:]
 
     /// - `valueOptions`: names (without dashes) that take a value; `flagOptions`: booleans;
     ///   `optionalValues`: flags that may carry a value, inline (`--sprite=5x4`) or as the next
-    ///   argument when it matches the pattern (`--sprite 5x4`).
+    ///   argument when it matches the pattern (`--sprite 5x4`); `pairOptions`: options followed
+    ///   by two values.
     init(_ args: [String], valueOptions: Set<String>, flagOptions: Set<String>,
-         optionalValues: [String: String] = [:]) throws {
+         optionalValues: [String: String] = [:], pairOptions: Set<String> = []) throws {
         var i = 0
         var onlyPositionals = false
         while i < args.count {
@@ -35,7 +38,11 @@ struct Arguments {
             if name == "v" { name = "verbose" }
             if name == "H" { name = "header" }
             if name == "A" { name = "user-agent" }
-            if valueOptions.contains(name) {
+            if pairOptions.contains(name) {
+                guard inlineValue == nil, i + 1 < args.count else { throw UsageError("option --\(name) needs two values") }
+                pairs[name, default: []].append((args[i], args[i + 1]))
+                i += 2
+            } else if valueOptions.contains(name) {
                 let value: String
                 if let inlineValue {
                     value = inlineValue
@@ -68,6 +75,8 @@ struct Arguments {
     func value(_ name: String) -> String? { values[name] }
     /// Every value given for `name`, for options that may be repeated.
     func allValues(_ name: String) -> [String] { repeated[name] ?? [] }
+    /// Every pair given for a two-value option.
+    func allPairs(_ name: String) -> [(String, String)] { pairs[name] ?? [] }
 
     /// A whole number, if given; its range is checked by whoever uses it.
     func integer(_ name: String) throws -> Int? {

@@ -10,6 +10,7 @@ import Foundation
 ///   "cache_dir": "/var/cache/mprobe", "max_cache_size": "50G", "timeout": 20,
 ///   "headers": ["X-Team: video"], "user_agent": "acme-probe/1", "proxy": "http://proxy:3128",
 ///   "cache_key": "s3", "cache_key_ignore_query": ["session"],
+///   "public_hosts": ["media.example.com"], "allow_origins": ["https://app.example.com"],
 ///   "hosts": {
 ///     "*.cloudfront.net": { "cache_key": "cloudfront" },
 ///     "media.internal": { "headers": ["Authorization: Bearer ..."] }
@@ -27,6 +28,9 @@ struct ConfigFile: Decodable {
     var cacheKey: String?
     var cacheKeyIgnoreQuery: [String]?
     var hosts: [String: HostSettings]?
+    /// `serve` only: `--public-host` and `--allow-origin`, as lists.
+    var publicHosts: [String]?
+    var allowOrigins: [String]?
 
     /// What may differ by host pattern (`*.example.com`, `example.com:8080`).
     struct HostSettings: Decodable {
@@ -44,11 +48,12 @@ struct ConfigFile: Decodable {
     // Spelled out: a key-decoding strategy would also rewrite host patterns, the keys of `hosts`.
     enum CodingKeys: String, CodingKey {
         case cacheDir = "cache_dir", maxCacheSize = "max_cache_size", timeout, cacert, userAgent = "user_agent", proxy,
-             headers, cacheKey = "cache_key", cacheKeyIgnoreQuery = "cache_key_ignore_query", hosts
+             headers, cacheKey = "cache_key", cacheKeyIgnoreQuery = "cache_key_ignore_query", hosts,
+             publicHosts = "public_hosts", allowOrigins = "allow_origins"
     }
 
     static let keys: Set<String> = ["cache_dir", "max_cache_size", "timeout", "cacert", "user_agent", "proxy",
-                                    "headers", "cache_key", "cache_key_ignore_query", "hosts"]
+                                    "headers", "cache_key", "cache_key_ignore_query", "hosts", "public_hosts", "allow_origins"]
 
     /// The file to read: `--config FILE` (which must exist), else the user's file if there is one.
     static func path(explicit: String?) -> String? {

@@ -89,12 +89,9 @@ struct GlobalOptions {
 
     /// Request headers: the config's (for every host, then per host), `--header-file`, `-H`.
     func requestHeaders() throws -> [RequestHeader] {
-        var headers: [RequestHeader] = []
-        do {
-            headers += try (config.headers ?? []).map { try RequestHeader(parsing: $0) }
-            for (pattern, settings) in (config.hosts ?? [:]).sorted(by: { $0.key < $1.key }) {
-                headers += try (settings.headers ?? []).map { try RequestHeader(parsing: $0, hostPattern: pattern) }
-            }
+        try parsingHeaders {
+            var headers = try (config.headers ?? []).map { try RequestHeader(parsing: $0) }
+            headers += try hostHeaders()
             if let file = args.value("header-file") {
                 guard let data = FileManager.default.contents(atPath: file) else {
                     throw UsageError("--header-file \(file): cannot read it")
@@ -103,11 +100,31 @@ struct GlobalOptions {
                     .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
                     .map { try RequestHeader(parsing: $0) }
             }
-            headers += try args.allValues("header").map { try RequestHeader(parsing: $0) }
+            return headers + (try args.allValues("header").map { try RequestHeader(parsing: $0) })
+        }
+    }
+
+    /// Headers for the hosts that match a pattern: the config's `hosts.PATTERN.headers`.
+    func hostHeaders() throws -> [RequestHeader] {
+        try parsingHeaders {
+            try (config.hosts ?? [:]).sorted(by: { $0.key < $1.key }).flatMap { pattern, settings in
+                try (settings.headers ?? []).map { try RequestHeader(parsing: $0, hostPattern: pattern) }
+            }
+        }
+    }
+
+    /// Whether any header goes to every host: the config's `headers`, `--header-file` or `-H`.
+    var hasUnscopedHeaders: Bool {
+        !(config.headers ?? []).isEmpty || args.value("header-file") != nil || !args.allValues("header").isEmpty
+    }
+
+    /// `parse`, with a header that cannot be sent reported as a usage error.
+    func parsingHeaders(_ parse: () throws -> [RequestHeader]) throws -> [RequestHeader] {
+        do {
+            return try parse()
         } catch let invalid as InvalidRequestHeader {
             throw UsageError(invalid.description)
         }
-        return headers
     }
 
     func maxCacheBytes() throws -> Int64 {

@@ -16,6 +16,14 @@ struct DashboardAsset {
         }
     }
 
+    /// The API's OpenAPI 3.1 description (`docs/openapi.json`), for generating clients.
+    static let openAPI = DashboardAsset(bytes: PackageResources.openapi_json, contentType: "application/json")
+
+    private init(bytes: [UInt8], contentType: String) {
+        self.bytes = bytes
+        self.contentType = contentType
+    }
+
     /// The page loads its own script, style, images, media and API calls and nothing else: no
     /// other origin, no inline script or style, no plugins, no framing, forms post only here.
     static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "

@@ -70,6 +70,9 @@ extension Service {
 
     /// `POST /v1/jobs`: 202 with the queued job.
     func submitJob(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard request.body.count <= config.limits.maxJobRequestBytes else {
+            throw APIError(status: 413, code: "too_large", message: "a job's body may be at most \(config.limits.maxJobRequestBytes) bytes")
+        }
         let spec = try JobSpec(body: request.body, limits: config.limits)
         for url in spec.urls { try checkOrigin(url) }
         guard try store.count(state: .queued) < config.limits.maxQueuedJobs else {
@@ -93,7 +96,8 @@ extension Service {
         return response
     }
 
-    /// `GET /v1/jobs?state=&limit=`: newest first.
+    /// `GET /v1/jobs?state=&limit=&cursor=`: newest first, a page at a time. A page holds at most
+    /// `limit` jobs and `ServiceLimits.maxListingBytes` of them; `next_cursor` asks for the next.
     func listJobs(_ request: HTTPRequest) throws -> HTTPResponse {
         var state: JobState?
         if let text = request.query["state"] {
@@ -107,7 +111,26 @@ extension Service {
             guard let n = Int(text), (1...1000).contains(n) else { throw APIError.badRequest("limit must be 1...1000") }
             limit = n
         }
-        return json(.object([("jobs", .array(try store.jobs(state: state, limit: limit).map(\.json)))]))
+        var before: Int64?
+        if let text = request.query["cursor"] {
+            guard text.hasPrefix("j"), let seq = Int64(text.dropFirst()), seq > 0 else {
+                throw APIError.badRequest("cursor must be a next_cursor of an earlier page")
+            }
+            before = seq
+        }
+        var page: [JSON] = [], bytes = 0, lastSeq: Int64 = 0, next: String?
+        for job in try store.jobs(state: state, before: before, limit: limit + 1) {
+            let shown = job.json
+            let size = shown.text.utf8.count
+            if page.count == limit || (!page.isEmpty && bytes + size > config.limits.maxListingBytes) {
+                next = "j\(lastSeq)" // the page holds a job: limit is at least 1
+                break
+            }
+            page.append(shown)
+            bytes += size
+            lastSeq = job.seq
+        }
+        return json(.object([("jobs", .array(page)), ("next_cursor", next.map(JSON.string) ?? .null)]))
     }
 
     func showJob(_ id: String) throws -> HTTPResponse {
@@ -132,25 +155,23 @@ extension Service {
         throw APIError(status: 409, code: "finished", message: "job \(id) has already \(job.state.rawValue == "done" ? "finished" : job.state.rawValue)")
     }
 
-    /// `GET /v1/jobs/{id}/files/{name}`: a thumbnail job's images, sprites, VTT and manifest.
-    /// `name` is `N/FILE` (the job's N-th URL). A VTT asked for with `?token=` gets that token
-    /// on its sprite references, so a player that cannot set headers can follow them.
+    /// `GET /v1/jobs/{id}/files/{n}/{name}`: a thumbnail job's images, sprites, VTT and manifest,
+    /// for its n-th URL. A VTT asked for with `?token=` gets that token on its sprite references,
+    /// so a player that cannot set headers can follow them. Nothing is read through a link.
     func jobFile(id: String, name: [String], request: HTTPRequest) throws -> HTTPResponse {
-        let safe = name.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".") }
-        guard safe, name.count <= 2, try store.job(id: id) != nil, !id.contains(".") else {
-            throw APIError.notFound("no file \(name.joined(separator: "/")) in job \(id)")
-        }
-        let path = runner.filesDirectory + "/" + id + "/" + name.joined(separator: "/")
-        guard var bytes = FileManager.default.contents(atPath: path) else {
+        let safe = name.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".") && !$0.contains("/") }
+        guard safe, !id.contains("."), try store.job(id: id) != nil,
+              var bytes = JobFiles.read(root: runner.filesDirectory, [id] + name) else {
             throw APIError.notFound("no file \(name.joined(separator: "/")) in job \(id)")
         }
         let file = name.last ?? ""
         if file.hasSuffix(".vtt"), let token = request.query["token"] {
             let text = String(decoding: bytes, as: UTF8.self)
-            bytes = Data(Service.withToken(vtt: text, token: token).utf8)
+            bytes = Array(Service.withToken(vtt: text, token: token).utf8)
         }
-        return HTTPResponse(status: 200, headers: [("Content-Type", Service.mediaType(of: file)), ("Cache-Control", "no-cache")],
-                            body: .bytes(Array(bytes)))
+        return HTTPResponse(status: 200, headers: [("Content-Type", Service.mediaType(of: file)), ("Cache-Control", "no-cache"),
+                                                   ("X-Content-Type-Options", "nosniff")],
+                            body: .bytes(bytes))
     }
 
     /// Adds `?token=` to each cue's image reference (`sprite.jpg#xywh=...` → `sprite.jpg?token=T#xywh=...`).

@@ -4,7 +4,8 @@ import Synchronization
 
 /// An embedded HTTP/1.1 server (libmicrohttpd): the single owner of the `MHD_Daemon`, stopped in
 /// `deinit`. Each connection gets its own thread, so a handler may block on the network (a probe,
-/// a proxied range being fetched) without holding up other clients.
+/// a proxied range being fetched) without holding up other clients; `ConnectionTable` keeps any
+/// one client from holding them all.
 ///
 /// Handlers are Swift closures over `HTTPRequest`/`HTTPResponse`; no C pointer leaves this file.
 public final class HTTPServer: Sendable {
@@ -13,7 +14,11 @@ public final class HTTPServer: Sendable {
         /// length is announced, else after it was read.
         public var maxBody = 1 << 20
         public var maxConnections = 512
-        /// Seconds a connection may sit idle before it is closed.
+        /// Connections one client address may hold at once (0: no limit).
+        public var maxConnectionsPerClient = 64
+        /// Seconds a connection may take to send a request's headers, or to start its next request.
+        public var headerTimeout: Double = 10
+        /// Seconds a connection may sit idle before it is closed (while a request's body or response is on its way).
         public var idleTimeout = 60
 
         public init() {}
@@ -35,7 +40,8 @@ public final class HTTPServer: Sendable {
     private let core: ServerCore
 
     static func tooLarge(_ limit: Int) -> HTTPResponse {
-        HTTPResponse.text(413, "request body larger than \(limit) bytes\n")
+        HTTPResponse.text(413, #"{"error": {"code": "too_large", "message": "the request body is larger than \#(limit) bytes"}}"# + "\n",
+                          contentType: "application/json")
     }
 
     /// Binds `host:port` (port 0 picks a free one) and starts serving.
@@ -43,15 +49,24 @@ public final class HTTPServer: Sendable {
                 handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
                 completed: @escaping @Sendable (Completed) -> Void = { _ in }) throws {
         let address = try SocketAddress(host: host, port: port)
-        let core = ServerCore(handler: handler, completed: completed, maxBody: limits.maxBody)
+        let connections = ConnectionTable(limits: ConnectionTable.Limits(
+            total: limits.maxConnections, perClient: limits.maxConnectionsPerClient, headerTimeout: limits.headerTimeout))
+        let core = ServerCore(handler: handler, completed: completed, maxBody: limits.maxBody, connections: connections)
         let opaque = Unmanaged.passUnretained(core).toOpaque()
-        var flags = UInt32(MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_ITC.rawValue)
+        // poll(), not select(): descriptors past 1024 are normal in a process holding thousands.
+        var flags = UInt32(MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+                           | MHD_USE_ITC.rawValue | MHD_USE_POLL.rawValue)
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
+        // Twice the limit for libmicrohttpd, so that a connection past ours is still accepted and
+        // answered (429/503, then closed within a second) instead of left waiting in the backlog.
         let started = address.withSockaddr { sockaddr in
-            mp_mhd_start(flags, sockaddr, UInt32(limits.maxConnections), UInt32(limits.idleTimeout),
-                         serverAccessHandler, opaque, serverCompletedCallback, opaque)
+            mp_mhd_start(flags, sockaddr, UInt32(2 * limits.maxConnections), UInt32(limits.idleTimeout),
+                         serverAccessHandler, opaque, serverCompletedCallback, opaque, serverNotifyConnection, opaque)
         }
-        guard let started else { throw ServiceError.listen(address: "\(host):\(port)", reason: "libmicrohttpd could not bind or start (address in use?)") }
+        guard let started else {
+            connections.stop()
+            throw ServiceError.listen(address: "\(host):\(port)", reason: "libmicrohttpd could not bind or start (address in use?)")
+        }
         daemon = DaemonHandle(started)
         self.core = core
         self.host = host
@@ -64,7 +79,13 @@ public final class HTTPServer: Sendable {
 
     /// Stops the daemon, waiting for connection threads to finish (each ends when its response
     /// does: close body streams first so that long ones end short).
-    public func stop() { daemon.stop() }
+    public func stop() {
+        daemon.stop()
+        core.connections.stop()
+    }
+
+    /// Connections open now (refused ones not counted), and those of one client address.
+    public func openConnections(client: String? = nil) -> Int { core.connections.count(client: client) }
 }
 
 /// The `MHD_Daemon*`: stopped exactly once, by `stop()` or `deinit`.
@@ -101,12 +122,14 @@ private final class ServerCore: Sendable {
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     let completed: @Sendable (HTTPServer.Completed) -> Void
     let maxBody: Int
+    let connections: ConnectionTable
 
     init(handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-         completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int) {
+         completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int, connections: ConnectionTable) {
         self.handler = handler
         self.completed = completed
         self.maxBody = maxBody
+        self.connections = connections
     }
 }
 
@@ -136,7 +159,9 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
     guard let cls, let connection, let reqCls, let uploadSize else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     guard let existing = reqCls.pointee else {
-        // First call: only the headers are known. Keep a context and ask for the body.
+        // First call: only the headers are known. A connection answered 429/503 when it opened
+        // is closed; else keep a context and ask for the body.
+        guard core.connections.requestArrived(UInt(bitPattern: connection)) else { return .NO }
         let context = RequestContext()
         context.method = method.map { String(cString: $0) } ?? "GET"
         context.path = url.map { String(cString: $0) } ?? "/"
@@ -177,15 +202,27 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
     return queue(response, on: connection, context: context)
 }
 
-private let serverCompletedCallback: MHD_RequestCompletedCallback = { cls, _, reqCls, _ in
+private let serverCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, reqCls, _ in
     guard let cls, let reqCls, let existing = reqCls.pointee else { return }
     reqCls.pointee = nil
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    if let connection { core.connections.requestEnded(UInt(bitPattern: connection)) }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeRetainedValue()
     let bytes = context.stream?.sent.load(ordering: .relaxed) ?? context.bytesSent
     core.completed(HTTPServer.Completed(method: context.method, path: context.path, query: context.query,
                                         status: context.status, bodyBytes: bytes,
                                         seconds: ProcessInfo.processInfo.systemUptime - context.started))
+}
+
+/// A connection opened or closed: the table counts it by client and times its headers.
+private let serverNotifyConnection: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let table = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().connections
+    if mp_mhd_notify_started(code) != 0 {
+        table.opened(UInt(bitPattern: connection), fd: mp_mhd_connection_fd(connection), client: peerAddress(connection))
+    } else {
+        table.closed(UInt(bitPattern: connection))
+    }
 }
 
 /// Hands `response` to libmicrohttpd. The MHD response object is reference counted: queueing

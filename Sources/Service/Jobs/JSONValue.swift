@@ -74,6 +74,15 @@ struct RequestObject {
         return list.compactMap { ($0 as? NSNumber)?.doubleValue }
     }
 
+    /// JSON `true` or `false`, nothing else (`"false"`, a string, is not false: it is a 400).
+    func boolean(_ key: String) throws -> Bool? {
+        guard has(key) else { return nil }
+        guard let value = members[key] as? NSNumber, isBoolean(value) else {
+            throw APIError.badRequest("\"\(key)\" must be true or false")
+        }
+        return value.boolValue
+    }
+
     /// `true`/`false`, or a string (e.g. `"sprite": "5x4"`).
     func flagOrString(_ key: String) throws -> (Bool, String?)? {
         guard has(key) else { return nil }

@@ -36,6 +36,9 @@ public struct JobRecord: Sendable {
     public let created: Date
     public var started: Date?
     public var finished: Date?
+    /// Its place in the order of submission (the store's; 0 before it is stored): pages of a
+    /// listing continue from it.
+    public var seq: Int64 = 0
 
     /// `{"id", "type", "state", "progress", "result", "error", "created", "started", "finished",
     /// "request"}`, times in ISO 8601; `request` is the body the job was submitted with.

@@ -48,6 +48,7 @@ final class JobRunner: Sendable {
     func start(workers count: Int) throws {
         _ = try store.requeueRunning()
         removeOldJobs()
+        JobFiles.removeTemporaries(root: filesDirectory)
         for n in 0..<max(1, count) {
             state.withLock { $0.workers += 1 }
             let thread = Thread { [self] in work() }
@@ -71,16 +72,15 @@ final class JobRunner: Sendable {
         }
     }
 
-    /// Stops taking jobs, cancels the running ones (they go back to the queue) and waits, at most
-    /// `grace` seconds, for the workers to leave.
-    func stop(grace: Double) {
+    /// Stops taking jobs, cancels the running ones (they go back to the queue) and waits, until
+    /// `deadline` at most, for the workers to leave.
+    func stop(until deadline: Date) {
         let tokens = state.withLock { s -> [Cancellation] in
             s.stopping = true
             return Array(s.running.values)
         }
         tokens.forEach { $0.cancel() }
         jobQueued()
-        let deadline = Date().addingTimeInterval(grace)
         while state.withLock({ $0.workers }) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
     }
 
@@ -116,6 +116,10 @@ final class JobRunner: Sendable {
             let progress = ProgressKeeper(id: job.id, store: store, items: spec.urls.count)
             let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
             progress.save()
+            if result.text.utf8.count > limits.maxJobResultBytes {
+                throw APIError(status: 500, code: "result_too_large", message:
+                    "the job's result is \(result.text.utf8.count) bytes, more than the \(limits.maxJobResultBytes) a job may keep")
+            }
             if failures.count == spec.urls.count, let first = failures.first {
                 outcome = (.failed, result.text, first.code, first.message)
             } else {
@@ -150,6 +154,8 @@ final class JobRunner: Sendable {
     private func execute(_ spec: JobSpec, job: JobRecord, token: Cancellation,
                          progress: ProgressKeeper) throws -> (JSON, [APIError]) {
         let jobSession = session.job(cancellation: token)
+        // A job run again (after a restart) makes its files afresh: nothing of the run before stays.
+        if case .thumbnails = spec { try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job.id) }
         var items: [JSON] = []
         var failures: [APIError] = []
         for (i, url) in spec.urls.enumerated() {

@@ -37,6 +37,10 @@ enum JobSpec: Sendable {
         var urls = try object.strings("url") ?? []
         urls += try object.strings("urls") ?? []
         guard !urls.isEmpty else { throw APIError.badRequest("a job needs \"url\": a URL or an array of URLs") }
+        if let long = urls.first(where: { $0.utf8.count > limits.maxURLLength }) {
+            throw APIError(status: 414, code: "url_too_long", message:
+                "a URL of the job is \(long.utf8.count) bytes, longer than \(limits.maxURLLength)")
+        }
         guard urls.count <= limits.maxItemsPerJob else {
             throw APIError.badRequest("a job may hold at most \(limits.maxItemsPerJob) URLs; this one has \(urls.count)")
         }
@@ -50,7 +54,7 @@ enum JobSpec: Sendable {
                     }
                     stream.pick = pick
                 }
-                stream.firstSegment = try object.flagOrString("first_segment")?.0 ?? false
+                stream.firstSegment = try object.boolean("first_segment") ?? false
                 self = .prefetch(urls: urls, window: try PlaybackWindow(start: object.number("start"), seconds: object.number("seconds"),
                                                                          tracks: object.string("tracks")), stream: stream)
             case .thumbnails:
@@ -62,10 +66,10 @@ enum JobSpec: Sendable {
                 request.height = try object.integer("height", in: Int.min...Int.max)
                 request.format = try object.string("format")
                 request.quality = try object.integer("quality", in: Int.min...Int.max)
-                request.accurate = try object.flagOrString("accurate")?.0 ?? false
+                request.accurate = try object.boolean("accurate") ?? false
                 if let (on, grid) = try object.flagOrString("sprite"), on { request.sprite = grid ?? "" }
                 request.storyboard = try object.string("storyboard")
-                request.skipBlack = try object.flagOrString("skip_black")?.0 ?? false
+                request.skipBlack = try object.boolean("skip_black") ?? false
                 var options = try ThumbnailOptions(validating: request)
                 // The job's limit is shared out between its URLs.
                 options.limit = max(1, limits.maxThumbnailsPerJob / urls.count)

@@ -7,8 +7,9 @@ import Synchronization
 public protocol JobStore: Sendable {
     func insert(_ job: JobRecord) throws
     func job(id: String) throws -> JobRecord?
-    /// Newest first; `state` nil for all.
-    func jobs(state: JobState?, limit: Int) throws -> [JobRecord]
+    /// Newest first, at most `limit`, only those older than the job numbered `before` when given
+    /// (a page after a page); `state` nil for all.
+    func jobs(state: JobState?, before: Int64?, limit: Int) throws -> [JobRecord]
     func count(state: JobState) throws -> Int
     /// The oldest queued job, marked running (started now) in the same step, or nil.
     func claimNext() throws -> JobRecord?
@@ -54,7 +55,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     private static let columns = "id, type, spec, state, bytes, total_bytes, items_done, items, result, error_code, " +
-        "error_message, created, started, finished"
+        "error_message, created, started, finished, seq"
 
     private static func record(_ row: SQLiteRow) -> JobRecord? {
         guard let id = row.text(0), let type = row.text(1).flatMap(JobType.init), let spec = row.text(2),
@@ -67,7 +68,8 @@ public final class SQLiteJobStore: JobStore {
         func date(_ column: Int32) -> Date? { row.isNull(column) ? nil : Date(timeIntervalSince1970: row.double(column)) }
         return JobRecord(id: id, type: type, spec: spec, state: state, progress: progress, result: row.text(8),
                          errorCode: row.text(9), errorMessage: row.text(10),
-                         created: date(11) ?? Date(timeIntervalSince1970: 0), started: date(12), finished: date(13))
+                         created: date(11) ?? Date(timeIntervalSince1970: 0), started: date(12), finished: date(13),
+                         seq: row.int(14))
     }
 
     public func insert(_ job: JobRecord) throws {
@@ -87,11 +89,11 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    public func jobs(state: JobState?, limit: Int) throws -> [JobRecord] {
+    public func jobs(state: JobState?, before: Int64?, limit: Int) throws -> [JobRecord] {
         try db.withLock { db in
             var list: [JobRecord] = []
-            let filter = state == nil ? "" : "WHERE state = ?"
-            let bindings: [SQLiteValue] = (state.map { [.text($0.rawValue)] } ?? []) + [.int(Int64(limit))]
+            let filter = "WHERE seq < ?" + (state == nil ? "" : " AND state = ?")
+            let bindings: [SQLiteValue] = [.int(before ?? Int64.max)] + (state.map { [.text($0.rawValue)] } ?? []) + [.int(Int64(limit))]
             try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs \(filter) ORDER BY seq DESC LIMIT ?", bindings) {
                 if let job = SQLiteJobStore.record($0) { list.append(job) }
             }

@@ -67,18 +67,16 @@ extension Service {
         return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
     }
 
-    /// `type` if it names media a player reads (video, audio, raster images, playlists, subtitles),
-    /// else `application/octet-stream`.
+    /// The media type of `type`, exactly parsed (`MediaType`), if it names media a player reads
+    /// (video, audio, raster images, playlists, subtitles), else `application/octet-stream`. The
+    /// origin's text is never passed on: only the type this check approved.
     static func mediaType(_ type: String?) -> String {
-        guard let type, type.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else {
-            return "application/octet-stream"
-        }
-        let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        let media = ["application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
-                     "text/vtt", "application/octet-stream"]
-        let isMedia = essence.hasPrefix("video/") || essence.hasPrefix("audio/")
-            || (essence.hasPrefix("image/") && !essence.contains("svg")) || media.contains(essence)
-        return isMedia ? type : "application/octet-stream"
+        guard let type, let media = MediaType(type) else { return "application/octet-stream" }
+        let listed = ["application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
+                      "text/vtt", "application/octet-stream"]
+        let isMedia = media.type == "video" || media.type == "audio" || (media.type == "image" && !media.subtype.contains("svg"))
+            || listed.contains(media.description)
+        return isMedia ? media.description : "application/octet-stream"
     }
 
     /// The size: known already, or learnt by reading the byte at `offset` (0 when the request does

@@ -4,13 +4,23 @@ import Foundation
 struct AccessToken: Sendable {
     private let secret: [UInt8]
 
-    /// Refuses a token that is empty once spaces are trimmed: `Bearer ` with nothing after it
-    /// would match it.
+    /// The longest token accepted: a request carries it in a header or the query, and both must
+    /// fit in what the server reads of a request (a longer one could never be matched).
+    static let maxLength = 1024
+
+    /// The token with surrounding spaces trimmed (as they are from the header that carries it).
+    /// Refuses what no request could carry: nothing left, a control character, more than
+    /// `maxLength` bytes.
     init(_ secret: String) throws {
-        guard !secret.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw ServiceError.configuration("the access token is empty")
+        let trimmed = secret.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { throw ServiceError.configuration("the access token is empty") }
+        guard !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw ServiceError.configuration("the access token holds a control character, which no header can carry")
         }
-        self.secret = Array(secret.utf8)
+        guard trimmed.utf8.count <= AccessToken.maxLength else {
+            throw ServiceError.configuration("the access token is longer than \(AccessToken.maxLength) bytes, more than a request can carry")
+        }
+        self.secret = Array(trimmed.utf8)
     }
 
     /// True when `request` carries the token: `Authorization: Bearer T`, or `?token=T` where
@@ -19,7 +29,7 @@ struct AccessToken: Sendable {
         if let header = request.headers["authorization"], header.lowercased().hasPrefix("bearer ") {
             return matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces))
         }
-        if queryAllowed, let value = request.query["token"] { return matches(value) }
+        if queryAllowed, let value = request.query["token"] { return matches(value.trimmingCharacters(in: .whitespaces)) }
         return false
     }
 

@@ -16,14 +16,18 @@ protocol OptionCommand: Command {
     static var flagOptions: Set<String> { get }
     /// Flags that may carry a value, with the pattern a following argument must match to be it.
     static var optionalValues: [String: String] { get }
+    /// Options followed by two values.
+    static var pairOptions: Set<String> { get }
     static func run(_ args: Arguments) throws -> ExitCode
 }
 
 extension OptionCommand {
     static var optionalValues: [String: String] { [:] }
+    static var pairOptions: Set<String> { [] }
 
     static func main(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, valueOptions: valueOptions, flagOptions: flagOptions, optionalValues: optionalValues)
+        let args = try Arguments(argv, valueOptions: valueOptions, flagOptions: flagOptions, optionalValues: optionalValues,
+                                 pairOptions: pairOptions)
         if args.flag("help") {
             Console.out(help)
             return .success

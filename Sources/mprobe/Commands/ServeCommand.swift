@@ -1,4 +1,5 @@
 import Foundation
+import RangeFetch
 import Service
 
 /// `mprobe serve`: the HTTP API, persistent jobs and the caching range proxy.
@@ -7,15 +8,20 @@ enum ServeCommand: OptionCommand {
     static let summary = "run the HTTP API, jobs and the caching range proxy for players"
     static let help = """
         Usage: mprobe serve [--listen HOST:PORT] [--token TOKEN | --token-file FILE]
-                            [--allow-host HOST[:PORT]]... [--cache-dir DIR] [--max-cache-size SIZE]
-                            [--workers N] [--timeout SECONDS] [--cacert FILE]
+                            [--public-host NAME[:PORT]]... [--allow-origin ORIGIN]...
+                            [--allow-host HOST[:PORT]]... [--header-for HOST 'Name: value']...
+                            [--location-trusted HOST]... [--cache-dir DIR] [--max-cache-size SIZE]
+                            [--workers N] [--max-connections-per-client N] [--timeout SECONDS] [--cacert FILE]
 
         Serves, over HTTP:
           GET  /                           the dashboard, for a browser: cache, jobs, storyboards, probe, health
+          GET  /openapi.json               this API described in OpenAPI 3.1 (docs/openapi.json)
           GET  /v1/probe?url=URL           what `mprobe probe --json` prints
-          POST /v1/jobs                    a prefetch or thumbnails job (JSON), answered 202
-          GET  /v1/jobs[?state=S]          jobs, newest first;  GET|DELETE /v1/jobs/{id}
-          GET  /v1/jobs/{id}/files/{name}  a thumbnail job's images, sprites, VTT and manifest
+          POST /v1/jobs                    a prefetch or thumbnails job (Content-Type: application/json), answered 202
+          GET  /v1/jobs[?state=S&limit=N&cursor=C]
+                                           jobs, newest first, a page at a time;  GET|DELETE /v1/jobs/{id}
+          GET  /v1/jobs/{id}/files/{n}/{name}
+                                           a thumbnail job's images, sprites, VTT and manifest
           GET  /v1/cache                   cache statistics; GET /v1/cache/ranges?url=; DELETE /v1/cache?url=;
                                            GET /v1/cache/resources: every cached resource
           GET  /v1/stream?url=URL          the resource through the cache, with range requests: players
@@ -23,17 +29,37 @@ enum ServeCommand: OptionCommand {
           GET  /healthz, GET /metrics      liveness (no token) and Prometheus metrics; GET /v1/health: the
                                            numbers of /metrics a person reads, as JSON
         Jobs are kept in DIR/jobs.sqlite: a restart loses none and runs queued and interrupted ones
-        again. See docs/service.md for every endpoint with curl.
+        again. See docs/service.md for every endpoint with curl, and its "Security" section.
 
           --listen HOST:PORT   address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6);
                                any other than loopback needs a token
-          --token TOKEN        require Authorization: Bearer TOKEN on every endpoint but /healthz and
-                               the dashboard's files (the page asks for the token); /v1/stream and job
-                               files also take ?token=TOKEN, for players
+          --token TOKEN        require Authorization: Bearer TOKEN on every endpoint but /healthz,
+                               /openapi.json and the dashboard's files (the page asks for the token);
+                               /v1/stream and job files also take ?token=TOKEN, for players
           --token-file FILE    the token from FILE (first line), kept off the command line
+          --public-host NAME[:PORT]
+                               a name requests may give as Host besides the listen address and
+                               localhost (repeatable; without a port, any port): what a front such as
+                               nginx passes on. Any other Host is answered 421 (DNS rebinding)
+          --allow-origin ORIGIN
+                               pages of ORIGIN (https://app.example.com) may play media through
+                               /v1/stream and read job files (repeatable); pages of other origins
+                               are refused everywhere but /healthz, /openapi.json and the dashboard
           --allow-host H[:P]   an internal origin that may be fetched (repeatable); loopback, private,
                                link-local and unique-local addresses are refused otherwise
+          --header-for HOST 'Name: value'
+                               send this header to origins whose host matches HOST (example.com,
+                               *.example.com, example.com:8443), and to no other (repeatable); the
+                               config file's hosts.HOST.headers do the same. A header for every host
+                               (-H, --header-file, the config's top-level headers) is refused: the
+                               service fetches whatever URL a client names
+          --location-trusted HOST
+                               a header for one host also follows redirects from it to HOST (repeatable);
+                               otherwise a redirect to a host its pattern does not match drops it
           --workers N          jobs run at once (default 2)
+          --max-connections-per-client N
+                               connections one client address may hold at once (default 64; 0 for no
+                               limit, e.g. behind a front whose address every request comes from)
 
         Stops cleanly on SIGTERM or Ctrl-C: no new connections, running jobs go back to the queue,
         responses in flight get 5 seconds to finish.
@@ -43,8 +69,12 @@ enum ServeCommand: OptionCommand {
           --timeout SECONDS      connect timeout and longest stall of an origin transfer (default 30)
           --cacert FILE          extra CA certificates (PEM) for HTTPS origins
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["listen", "token", "token-file", "allow-host", "workers"])
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union([
+        "listen", "token", "token-file", "allow-host", "workers", "public-host", "allow-origin", "location-trusted",
+        "max-connections-per-client",
+    ])
     static let flagOptions: Set<String> = ["help"]
+    static let pairOptions: Set<String> = ["header-for"]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.isEmpty else { throw UsageError("serve takes no operands") }
@@ -57,8 +87,16 @@ enum ServeCommand: OptionCommand {
                              + "or listen on 127.0.0.1")
         }
         config.allowHosts = args.allValues("allow-host")
+        config.publicHosts = (options.config.publicHosts ?? []) + args.allValues("public-host")
+        config.allowOrigins = (options.config.allowOrigins ?? []) + args.allValues("allow-origin")
         config.maxCacheBytes = try options.maxCacheBytes()
+        if let n = try args.integer("max-connections-per-client") {
+            guard (0...100_000).contains(n) else { throw UsageError("--max-connections-per-client needs 0...100000, got \(n)") }
+            config.limits.maxConnectionsPerClient = n
+        }
         config.fetchOptions = try options.fetchOptions()
+        config.fetchOptions.headers = try originHeaders(args, options)
+        config.fetchOptions.trustedRedirectHosts = try args.allValues("location-trusted").map { try hostPattern($0, option: "--location-trusted") }
         guard config.fetchOptions.proxy == nil else {
             throw UsageError("serve connects to origins directly, to check each one's address against the origin "
                              + "guard, so it cannot use a proxy (--proxy, or the config file's)")
@@ -79,6 +117,33 @@ enum ServeCommand: OptionCommand {
         Console.writeStderr("mprobe: stopping\n")
         service.stop(grace: 5)
         return .success
+    }
+
+    /// The headers the service sends to origins, each for the hosts named for it: the config's
+    /// `hosts.PATTERN.headers` and `--header-for`. A header for every host would go to whatever
+    /// origin a client names in `url=`, so one is refused, with how to scope it.
+    static func originHeaders(_ args: Arguments, _ options: GlobalOptions) throws -> [RequestHeader] {
+        guard !options.hasUnscopedHeaders else {
+            throw UsageError("serve sends a header only to the hosts named for it, never to every origin a client names: "
+                             + "give it as --header-for HOST 'Name: value', or in the config file's \"hosts\": "
+                             + "{\"HOST\": {\"headers\": [...]}} (not -H, --header-file or the top-level \"headers\")")
+        }
+        return try options.hostHeaders() + options.parsingHeaders {
+            try args.allPairs("header-for").map { host, line in
+                try RequestHeader(parsing: line, hostPattern: hostPattern(host, option: "--header-for"))
+            }
+        }
+    }
+
+    /// A host pattern as an option gives it: `example.com`, `*.example.com`, either with `:PORT`.
+    static func hostPattern(_ text: String, option: String) throws -> String {
+        let parts = (text.hasPrefix("*.") ? String(text.dropFirst(2)) : text).split(separator: ":", omittingEmptySubsequences: false)
+        let nameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+        guard (1...2).contains(parts.count), !parts[0].isEmpty, parts[0].allSatisfy(nameCharacters.contains),
+              parts.count == 1 || UInt16(parts[1]).map({ $0 > 0 }) == true else {
+            throw UsageError("\(option) needs a host such as media.example.com, *.example.com or example.com:8443, got '\(text)'")
+        }
+        return text.lowercased()
     }
 
     /// `HOST:PORT`, `[v6]:PORT` or `:PORT` (loopback).
@@ -105,20 +170,30 @@ enum ServeCommand: OptionCommand {
         if args.value("token") != nil && args.value("token-file") != nil {
             throw UsageError("use only one of --token and --token-file")
         }
+        let given: String, source: String
         if let file = args.value("token-file") {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw UsageError("--token-file \(file): cannot read it")
             }
-            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            let token = line.trimmingCharacters(in: .whitespaces)
-            guard !token.isEmpty else { throw UsageError("--token-file \(file): its first line holds no token") }
-            return token
+            // The first line, even when it is blank: a token is never taken from further down.
+            let text = String(decoding: data, as: UTF8.self)
+            given = String(text[..<(text.firstIndex(where: \.isNewline) ?? text.endIndex)])
+            source = "--token-file \(file): its first line"
+        } else if let token = args.value("token") {
+            given = token
+            source = "--token"
+        } else {
+            return nil
         }
-        if let token = args.value("token") {
-            guard !token.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--token needs a value") }
-            return token
+        let token = given.trimmingCharacters(in: .whitespaces)
+        guard !token.isEmpty else { throw UsageError("\(source) holds no token") }
+        guard !token.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw UsageError("\(source) holds a control character, which no request header can carry")
         }
-        return nil
+        guard token.utf8.count <= Service.maxTokenLength else {
+            throw UsageError("\(source) is \(token.utf8.count) bytes, more than a request can carry (at most \(Service.maxTokenLength))")
+        }
+        return token
     }
 }
 

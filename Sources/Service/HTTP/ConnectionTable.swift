@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+
+/// The server's open connections, so that no client can take all of them: a client address
+/// holds at most `perClient` at once, all clients `total`, and a connection waiting for a
+/// request's headers gets `headerTimeout` seconds (a slowloris client trickling them a byte at a
+/// time resets any idle timeout, but not this one). A connection past a limit is answered 429 or
+/// 503 at once and closed, not left hanging.
+///
+/// libmicrohttpd owns the sockets; this table only sees their descriptors between the
+/// connection's "started" and "closed" notifications, and shuts one down (never closes it) under
+/// its lock, which those notifications also take, so it never touches a descriptor reused since.
+final class ConnectionTable: Sendable {
+    struct Limits: Sendable {
+        var total: Int
+        var perClient: Int
+        var headerTimeout: Double
+    }
+
+    private struct Entry {
+        let fd: Int32
+        let client: String
+        /// Since when it waits for a request's headers (opened, or its last response ended); nil while a request runs.
+        var waitingSince: Double?
+        /// Answered 429/503 when it opened: its request, if one comes, is not served.
+        var refused: Bool
+    }
+
+    private struct State {
+        var entries: [UInt: Entry] = [:]
+        var perClient: [String: Int] = [:]
+        /// Entries not refused.
+        var served = 0
+        var stopped = false
+    }
+
+    private let limits: Limits
+    private let state = Mutex(State())
+    private let watchdogDone = DispatchSemaphore(value: 0)
+
+    init(limits: Limits) {
+        self.limits = limits
+        let thread = Thread { [self] in watch() }
+        thread.name = "mprobe.http.deadlines"
+        thread.start()
+    }
+
+    /// Ends the watchdog thread (it holds the table until then).
+    func stop() {
+        state.withLock { $0.stopped = true }
+        watchdogDone.wait()
+    }
+
+    /// A connection opened on `fd` from `client` (numeric address). Past a limit it is answered
+    /// at once, and marked so its request is not served.
+    func opened(_ connection: UInt, fd: Int32, client: String) {
+        let refusal: (status: Int, message: String)? = state.withLock { s in
+            let count = s.perClient[client, default: 0]
+            var refusal: (Int, String)?
+            if limits.perClient > 0, count >= limits.perClient {
+                refusal = (429, "this address holds \(limits.perClient) connections to the service already")
+            } else if s.served >= limits.total {
+                refusal = (503, "the service holds \(limits.total) connections already; try again shortly")
+            }
+            s.entries[connection] = Entry(fd: fd, client: client,
+                                          waitingSince: refusal == nil ? ProcessInfo.processInfo.systemUptime : nil,
+                                          refused: refusal != nil)
+            if refusal == nil {
+                s.perClient[client] = count + 1
+                s.served += 1
+            }
+            return refusal
+        }
+        if let refusal { ConnectionTable.answer(fd, status: refusal.status, message: refusal.message) }
+    }
+
+    func closed(_ connection: UInt) {
+        state.withLock { s in
+            guard let entry = s.entries.removeValue(forKey: connection), !entry.refused else { return }
+            s.served -= 1
+            let left = s.perClient[entry.client, default: 1] - 1
+            s.perClient[entry.client] = left > 0 ? left : nil
+        }
+    }
+
+    /// A request's headers have arrived: its deadline is met. False for a refused connection.
+    func requestArrived(_ connection: UInt) -> Bool {
+        state.withLock { s in
+            s.entries[connection]?.waitingSince = nil
+            return s.entries[connection].map { !$0.refused } ?? true
+        }
+    }
+
+    /// A response ended and the connection stays open: the next request's headers are awaited.
+    func requestEnded(_ connection: UInt) {
+        state.withLock { $0.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime }
+    }
+
+    /// Connections open now, and those of `client`.
+    func count(client: String? = nil) -> Int {
+        state.withLock { s in client.map { s.perClient[$0] ?? 0 } ?? s.served }
+    }
+
+    /// Every quarter second: a connection past its header deadline is shut down, which ends it
+    /// in libmicrohttpd's own thread.
+    private func watch() {
+        defer { watchdogDone.signal() }
+        while true {
+            Thread.sleep(forTimeInterval: 0.25)
+            let stopped = state.withLock { s -> Bool in
+                let now = ProcessInfo.processInfo.systemUptime
+                for (key, entry) in s.entries {
+                    guard let since = entry.waitingSince, now - since > limits.headerTimeout else { continue }
+                    _ = shutdown(entry.fd, Int32(SHUT_RDWR))
+                    s.entries[key]?.waitingSince = nil
+                }
+                return s.stopped
+            }
+            if stopped { return }
+        }
+    }
+
+    /// Writes a whole small response on a connection nothing has written to yet, then shuts it
+    /// down, so that libmicrohttpd's thread for it ends at once (thousands may come in a burst,
+    /// and each holds a place under libmicrohttpd's own limit until then). What does not fit in
+    /// the socket's buffer at once is dropped (it always fits).
+    private static func answer(_ fd: Int32, status: Int, message: String) {
+        let body = "{\"error\": {\"code\": \"\(status == 429 ? "too_many_connections" : "unavailable")\", \"message\": \"\(message)\"}}\n"
+        let reason = status == 429 ? "Too Many Requests" : "Service Unavailable"
+        let text = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Retry-After: 1\r\nConnection: close\r\n\r\n" + body
+        _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        _ = shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
