@@ -9,10 +9,16 @@ MPROBE_DEB_PACKAGES=(
     libmicrohttpd-dev                          # mprobe serve
     nginx ffmpeg openssl curl ca-certificates  # test origins, oracles and clients
     sqlite3                                    # tests write impossible index records with it
-    time python3                               # bench/fuzz.sh (run by the tests too): peak RSS, the mutator
+    time python3 python3-pip                   # bench/fuzz.sh (run by the tests too): peak RSS, the mutator; pip for PyPI below
     tinyproxy                                  # tests of requests through a forward proxy
     wrk                                        # bench/serve.sh
     chromium                                   # the dashboard's tests: a real browser, headless
+    prometheus                                 # promtool checks /metrics
+)
+
+# PyPI packages the tests use, as the module they import and what pip installs.
+MPROBE_PIP_PACKAGES=(
+    "openapi_spec_validator openapi-spec-validator>=0.7,<1"   # validates docs/openapi.json
 )
 
 mprobe_install_deps() {
@@ -27,6 +33,14 @@ mprobe_install_deps() {
         $sudo apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
     fi
+    for entry in "${MPROBE_PIP_PACKAGES[@]}"; do
+        local module="${entry%% *}" requirement="${entry#* }"
+        python3 -c "import $module" 2>/dev/null && continue
+        echo "mprobe: installing from PyPI: $requirement" >&2
+        # Debian's own Python refuses pip outside a virtual environment unless told (PEP 668).
+        python3 -m pip install --quiet "$requirement" >&2 2>/dev/null \
+            || python3 -m pip install --quiet --break-system-packages "$requirement" >&2
+    done
     # The Swift toolchain ships in /opt/swift on our machines; make sure it is on PATH.
     if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
         export PATH="/opt/swift/usr/bin:$PATH"

@@ -61,6 +61,27 @@ final class FFprobeCommandTests: CLITestCase {
         XCTAssertTrue(unknown.stderr.contains("--of needs ffprobe or mprobe"), unknown.stderr)
     }
 
+    /// An init segment whose moov runs past the end of the file: ffprobe prints the format with no
+    /// streams and exits 0, and so does the drop-in mode (locally, over HTTP and as `--of ffprobe`),
+    /// while the native probe keeps its clear error.
+    func testACutInitSegmentIsWhatFFprobeMakesOfIt() throws {
+        let whole = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("fragmented.mp4"))))
+        let cut = try writeFile("www/cut.mp4", Array(whole.prefix(100)))
+        let nginx = try NginxServer(root: dir.file("www"))
+        for input in [cut, nginx.url("/cut.mp4")] {
+            let options = ["-v", "error", "-of", "json", "-show_format", "-show_streams"]
+            let expected = try FFprobeOracle.run(options + [input])
+            XCTAssertEqual(expected.status, 0)
+            let got = try mprobe(["ffprobe"] + options + [input, "--cache-dir", cacheDir])
+            XCTAssertEqual(try FFprobeOracle.differences(ffprobe: expected.stdout, mprobe: got.stdout, input: input), [], input)
+            XCTAssertTrue(got.stdoutString.contains("\"nb_streams\": 0"), got.stdoutString)
+            let report = try mprobe(["probe", "--of", "ffprobe", input, "--cache-dir", cacheDir])
+            XCTAssertTrue(report.stdoutString.contains("\"nb_streams\": 0"), report.stdoutString)
+            let native = try mprobe(["probe", input, "--cache-dir", cacheDir], expect: 5)
+            XCTAssertTrue(native.stderr.contains("claims 1249 bytes but the file ends at 100"), native.stderr)
+        }
+    }
+
     /// ffprobe's exit status and stdout where the input cannot be read; a usage error (2, nothing
     /// read, the option named) for what mprobe ffprobe does not support.
     func testFailuresAndUnsupportedOptions() throws {

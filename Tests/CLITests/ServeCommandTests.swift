@@ -11,12 +11,13 @@ final class ServeCommandTests: CLITestCase {
         let log: String
         private(set) var port = 0
 
-        init(_ args: [String], log: String, environment: [String: String] = [:]) throws {
+        /// `listen` as `--listen` takes it; a free loopback port by default.
+        init(_ args: [String], log: String, environment: [String: String] = [:], listen: String? = nil) throws {
             self.log = log
             _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.executableURL = URL(fileURLWithPath: try mprobeBinary())
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            process.arguments = ["serve", "--listen", "127.0.0.1:0"] + args
+            process.arguments = ["serve", "--listen", listen ?? "127.0.0.1:0"] + args
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle(forWritingAtPath: log)
             try process.run()
@@ -39,6 +40,17 @@ final class ServeCommandTests: CLITestCase {
                 + (token.map { "&token=" + $0 } ?? "")
         }
 
+        /// Polls job `id` until it is done, failed or cancelled.
+        func waitForJob(_ id: String, headers: [String: String] = [:], timeout: Double = 60) throws -> [String: Any] {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                let job = try HTTPClient.request("GET", base + "/v1/jobs/\(id)", headers: headers).json()
+                if ["done", "failed", "cancelled"].contains(job["state"] as? String ?? "") { return job }
+                usleep(50_000)
+            }
+            throw TestSupportError.timedOut(command: "job \(id)", seconds: timeout, stderr: "")
+        }
+
         /// SIGTERM, then the exit status.
         @discardableResult
         func stop() -> Int32 {
@@ -51,13 +63,7 @@ final class ServeCommandTests: CLITestCase {
     }
 
     func waitForJob(_ server: Server, _ id: String, headers: [String: String] = [:], timeout: Double = 60) throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let job = try HTTPClient.request("GET", server.base + "/v1/jobs/\(id)", headers: headers).json()
-            if ["done", "failed", "cancelled"].contains(job["state"] as? String ?? "") { return job }
-            usleep(50_000)
-        }
-        throw TestSupportError.timedOut(command: "job \(id)", seconds: timeout, stderr: "")
+        try server.waitForJob(id, headers: headers, timeout: timeout)
     }
 
     /// Options that would start an open or broken service are usage errors (exit 2) before
@@ -65,10 +71,17 @@ final class ServeCommandTests: CLITestCase {
     /// that `Bearer ` matched), a blank token, a non-loopback address without a token.
     func testUnsafeOrBadOptionsAreRefusedBeforeListening() throws {
         let blank = try writeFile("blank-token", Array("   \nrealsecret\n".utf8))
+        let emptyLine = try writeFile("empty-line-token", Array("\nrealsecret\n".utf8))
         let empty = try writeFile("empty-token", [])
+        let huge = try writeFile("huge-token", Array(String(repeating: "t", count: 70_000).utf8))
         let cases: [([String], String)] = [
             (["--token-file", blank], "holds no token"), (["--token-file", empty], "holds no token"),
-            (["--token", "  "], "--token needs a value"), (["--token", "a", "--token-file", blank], "only one of"),
+            (["--token-file", emptyLine], "its first line holds no token"), (["--token-file", huge], "more than a request can carry"),
+            (["--token", "a\u{7}b"], "control character"),
+            (["--token", "  "], "--token holds no token"), (["--token", "a", "--token-file", blank], "only one of"),
+            (["-H", "Authorization: Bearer x"], "--header-for HOST"), (["--header-file", blank], "--header-for HOST"),
+            (["--header-for", "media.example.com"], "needs two values"), (["--header-for", "a/b", "X: y"], "--header-for needs a host"),
+            (["--public-host", "a:b:c"], "--public-host needs NAME"), (["--allow-origin", "https://app.example.com/path"], "--allow-origin needs"),
             (["--listen", "0.0.0.0:0"], "give --token"), (["--listen", "[::]:0"], "give --token"),
             (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
             (["--token-file", dir.file("missing")], "cannot read it"), (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),

@@ -55,7 +55,7 @@ final class DashboardTests: XCTestCase {
         }
         XCTAssertEqual(try HTTPClient.request("HEAD", service.url("/")).status, 200)
         XCTAssertEqual(try HTTPClient.request("POST", service.url("/")).status, 405)
-        XCTAssertEqual(try service.get("/dashboard/missing.js").status, 401, "anything else needs the token")
+        XCTAssertEqual(try service.get("/dashboard/missing.js").status, 404, "no other file is there")
         XCTAssertEqual(try service.get("/v1/health").status, 401, "the data the page shows needs the token")
     }
 
@@ -66,7 +66,7 @@ final class DashboardTests: XCTestCase {
         _ = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin, extra: "&token=\(token)"), headers: ["Range": "bytes=0-9999"])
         _ = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin, extra: "&token=\(token)"), headers: ["Range": "bytes=0-9999"])
         let health = try service.get("/v1/health", headers: auth).json()
-        let metrics = try PrometheusText.parse(try service.get("/metrics", headers: auth).text)
+        let metrics = try PrometheusText.checkedSamples(try service.get("/metrics", headers: auth).text)
         let cache = try XCTUnwrap(health["cache"] as? [String: Any])
         XCTAssertEqual(Double(health["origin_bytes"] as? Int ?? -1), metrics["mprobe_origin_bytes_total"])
         XCTAssertEqual(health["proxy_bytes"] as? Int, 20_000)
@@ -145,7 +145,7 @@ final class DashboardTests: XCTestCase {
         // Health: the numbers of /metrics.
         try show(page, "health")
         let originBytes = try page.wait(for: "document.getElementById('health-origin-text').dataset.bytes")
-        let metrics = try PrometheusText.parse(try service.get("/metrics", headers: auth).text)
+        let metrics = try PrometheusText.checkedSamples(try service.get("/metrics", headers: auth).text)
         XCTAssertEqual(Double(originBytes as? String ?? ""), metrics["mprobe_origin_bytes_total"])
         let cacheText = try page.evaluate("document.getElementById('health-cache-text').textContent") as? String ?? ""
         XCTAssertTrue(cacheText.hasSuffix("of 10.0 GiB (0.1%) in 1 resource"), cacheText)

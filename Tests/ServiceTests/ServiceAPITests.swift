@@ -324,7 +324,7 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(try service.get("/v1/cache").json()["resources"] as? Int, 0)
     }
 
-    func testMetricsAreValidPrometheusText() throws {
+    func testMetricsPassPromtool() throws {
         let service = try ServiceHarness()
         defer { service.stop() }
         _ = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4")), headers: ["Range": "bytes=0-999"])
@@ -333,7 +333,7 @@ final class ServiceAPITests: XCTestCase {
         _ = try service.waitForJob(id)
         let page = try service.get("/metrics")
         XCTAssertEqual(page.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")
-        let samples = try PrometheusText.parse(page.text)
+        let samples = try PrometheusText.checkedSamples(page.text)
         XCTAssertEqual(samples["mprobe_http_requests_total{route=\"/v1/stream\",status=\"206\"}"], 1)
         XCTAssertEqual(samples["mprobe_http_requests_total{route=\"other\",status=\"404\"}"], 1)
         XCTAssertEqual(samples["mprobe_proxy_bytes_total"], 1000)

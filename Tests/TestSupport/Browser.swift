@@ -28,7 +28,8 @@ public final class Browser {
     /// Every event received so far, in order.
     public private(set) var events: [Event] = []
 
-    public init() throws {
+    /// `arguments` are added to Chromium's command line (e.g. `--host-resolver-rules=MAP name 127.0.0.1`).
+    public init(arguments extra: [String] = []) throws {
         guard let executable = findExecutable("chromium") else {
             throw TestSupportError.missingExecutable(path: "chromium", hint: "install Debian's chromium package (scripts/deps.sh lists it)")
         }
@@ -39,8 +40,8 @@ public final class Browser {
             "--remote-debugging-pipe", "--user-data-dir=" + profile.file("profile"),
             "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
             "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
-            "--mute-audio", "--autoplay-policy=no-user-gesture-required", "about:blank",
-        ]
+            "--mute-audio", "--autoplay-policy=no-user-gesture-required",
+        ] + extra + ["about:blank"]
         // Our ends are moved above the descriptors the child gets, so that no dup2 below can
         // overwrite a pipe end before it is itself duplicated.
         let (childReads, ourWrite) = try Browser.highPipe()

@@ -34,7 +34,9 @@ public enum HTTPClient {
         if let body {
             let input = work.file("input")
             try Data(body).write(to: URL(fileURLWithPath: input))
-            args += ["--data-binary", "@" + input, "-H", "Content-Type: application/json"]
+            args += ["--data-binary", "@" + input]
+            // JSON unless the test says otherwise (curl's own default would be a form encoding).
+            if !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { args += ["-H", "Content-Type: application/json"] }
         }
         let result = try runProcess("curl", args + [url], timeout: timeout + 10)
         guard result.status == 0 || result.status == 18 else { // 18: a body shorter than announced
@@ -61,9 +63,20 @@ public enum HTTPClient {
 public final class RawHTTPConnection {
     private let fd: Int32
 
-    public init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A connection to 127.0.0.1:`port`, from the loopback address `source` (`127.0.0.2`: another
+    /// client as the server sees it) when given.
+    public init(port: Int, from source: String? = nil) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestSupportError.serverFailedToStart("socket: \(errno)") }
+        if let source {
+            var local = LoopbackSocket.loopbackAddress(port: 0)
+            guard inet_pton(AF_INET, source, &local.sin_addr) == 1,
+                  withUnsafePointer(to: &local, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                      bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }) == 0 else {
+                close(fd)
+                throw TestSupportError.serverFailedToStart("bind \(source): \(errno)")
+            }
+        }
         var address = LoopbackSocket.loopbackAddress(port: port)
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -87,6 +100,19 @@ public final class RawHTTPConnection {
     /// Sends `bytes` as they are (requests no client library would write).
     public func send(_ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { LoopbackSocket.sendAll(fd, $0) }
+    }
+
+    /// Whether the peer has closed the connection (a read finds the end, or an error), waiting up
+    /// to `timeout` for it; bytes that arrive meanwhile are read and dropped.
+    public func isClosed(within timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 50) > 0 else { continue }
+            if chunk.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) <= 0 { return true }
+        }
+        return false
     }
 
     /// Reads until `count` bytes (headers included) arrived, the peer closed, or `timeout` passed.

@@ -30,19 +30,27 @@ public final class TempDirectory: Sendable {
     }
 }
 
-/// Deterministic pseudo-random bytes (splitmix64). Tests use it to build bodies whose every
-/// offset is distinguishable, so a byte served from the wrong offset shows up as a mismatch.
-/// Fills eight bytes per step so 100 MB stays cheap even in debug builds.
-public func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-    guard count > 0 else { return [] }
-    var state = seed
-    @inline(__always) func next() -> UInt64 {
+/// A seeded random number generator (splitmix64), so that a test's random choices are the same on
+/// every run.
+public struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// Deterministic pseudo-random bytes (splitmix64). Tests use it to build bodies whose every
+/// offset is distinguishable, so a byte served from the wrong offset shows up as a mismatch.
+/// Fills eight bytes per step so 100 MB stays cheap even in debug builds.
+public func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+    guard count > 0 else { return [] }
+    var generator = SeededGenerator(seed: seed)
+    @inline(__always) func next() -> UInt64 { generator.next() }
     return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
         guard let base = buffer.baseAddress else { initialized = 0; return }
         let raw = UnsafeMutableRawPointer(base)
