@@ -94,8 +94,10 @@ enum ServeCommand: OptionCommand {
             guard (0...100_000).contains(n) else { throw UsageError("--max-connections-per-client needs 0...100000, got \(n)") }
             config.limits.maxConnectionsPerClient = n
         }
+        // Before fetchOptions(), which would read (and so accept) headers for every host.
+        let headers = try originHeaders(args, options)
         config.fetchOptions = try options.fetchOptions()
-        config.fetchOptions.headers = try originHeaders(args, options)
+        config.fetchOptions.headers = headers
         config.fetchOptions.trustedRedirectHosts = try args.allValues("location-trusted").map { try hostPattern($0, option: "--location-trusted") }
         guard config.fetchOptions.proxy == nil else {
             throw UsageError("serve connects to origins directly, to check each one's address against the origin "
