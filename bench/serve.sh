@@ -26,8 +26,9 @@ head -c "$SIZE" /dev/urandom > "$WORK/www/big.bin"
 cp "$WORK/www/big.bin" "$WORK/www/cold.bin"
 bench_start_nginx "$WORK/www" "$WORK/nginx"
 
+# wrk's connections all come from one address, which the service would hold to 64 at once.
 "$M" serve --listen 127.0.0.1:0 --cache-dir "$WORK/cache" --allow-host "127.0.0.1:$NGINX_PORT" \
-    --max-cache-size 2G 2> "$WORK/serve.log" &
+    --max-cache-size 2G --max-connections-per-client 0 2> "$WORK/serve.log" &
 SERVE_PID=$!
 for _ in $(seq 100); do grep -q "serving on" "$WORK/serve.log" && break; sleep 0.1; done
 SERVE_PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$WORK/serve.log" | grep -o '[0-9]*$')

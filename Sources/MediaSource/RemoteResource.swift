@@ -220,13 +220,16 @@ final class RemoteResource: @unchecked Sendable {
         } catch let mismatch as OverlapMismatch {
             // Another version under the same size: none of the stored bytes can be trusted with
             // the new ones. Readers that used them find their generation gone; the rest read anew.
-            outcome = (try? target.0.dropVersion(target.1)).map {
+            // A store that cannot drop them (read-only) can only fail its readers.
+            if (try? target.0.dropVersion(target.1)) != nil {
                 condition.withLock {
                     warningsValue.append("\(shown) changed on the server: bytes at \(mismatch.offset) differ from the cached ones "
                                          + "(it sends neither ETag nor Last-Modified to say so); cached bytes of the old version were dropped")
                 }
-                return .done
-            } ?? .failed(SourceError.versionChanged(input: shown))
+                outcome = .done
+            } else {
+                outcome = .failed(SourceError.versionChanged(input: shown))
+            }
         } catch {
             try? store.commit() // what arrived before the failure is good
             outcome = .failed(error)

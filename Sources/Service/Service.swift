@@ -115,6 +115,14 @@ public final class Service: Sendable {
             throw APIError.notFound("no such endpoint: \(request.method) \(request.path)")
         }
         try admit(request, to: route)
+        let corsOrigin = route.access == .player ? Service.corsOrigin(RequestSite(headers: request.headers)) : nil
+        if request.method == "OPTIONS", let corsOrigin {
+            // A web player's preflight (it sends a header a simple request may not): admitted, so listed.
+            return HTTPResponse(status: 204, headers: [("Access-Control-Allow-Origin", corsOrigin), ("Vary", "Origin"),
+                                                       ("Access-Control-Allow-Methods", "GET, HEAD"),
+                                                       ("Access-Control-Allow-Headers", "Range, If-Range, Authorization"),
+                                                       ("Access-Control-Max-Age", "600")])
+        }
         guard let handler = route.handler(for: request.method) else {
             var response = APIError(status: 405, code: "method_not_allowed",
                                     message: "\(request.path) answers \(route.methods.joined(separator: ", "))").response
@@ -122,12 +130,19 @@ public final class Service: Sendable {
             return response
         }
         var response = try handler(self, request, parameters)
-        if route.access == .player, case .otherOrigin(let origin?) = RequestSite(headers: request.headers) {
+        if let corsOrigin {
             // Admitted above, so listed: a web player there may read the bytes and the range headers.
-            response.headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+            response.headers += [("Access-Control-Allow-Origin", corsOrigin), ("Vary", "Origin"),
                                  ("Access-Control-Expose-Headers", "Content-Range, Content-Length, Accept-Ranges, ETag, Last-Modified")]
         }
         return response
+    }
+
+    /// The origin, as browsers write it, of a page of another origin that named itself: what a
+    /// player route admitted (`--allow-origin`) answers CORS requests with.
+    private static func corsOrigin(_ site: RequestSite) -> String? {
+        guard case .otherOrigin(let origin?) = site else { return nil }
+        return RequestSite.origin(of: origin)
     }
 
     /// The front door's rules for `request` on `route`, each a clear refusal: a page of another
@@ -135,10 +150,16 @@ public final class Service: Sendable {
     /// URL past the limit (414), a request the service itself made (508).
     private func admit(_ request: HTTPRequest, to route: Route) throws {
         guard route.access != .open else { return }
-        let changesState = request.method != "GET" && request.method != "HEAD"
+        // OPTIONS is a CORS preflight, answered only for a listed origin on a player route.
+        let changesState = !["GET", "HEAD", "OPTIONS"].contains(request.method)
         switch RequestSite(headers: request.headers) {
         case .noBrowser, .sameOrigin:
             break
+        case .userNavigation:
+            guard !changesState, !route.fetchesOrigins else {
+                throw APIError(status: 403, code: "cross_origin", message: "a navigation the browser began by itself may read "
+                               + "the service but not make it fetch (a page could have sent it here): play or probe from the dashboard or a player")
+            }
         case .otherOrigin(let origin):
             let listed = origin.flatMap(RequestSite.origin(of:)).map(allowedOrigins.contains) ?? false
             guard route.access == .player, !changesState, listed else {

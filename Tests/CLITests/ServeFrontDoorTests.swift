@@ -63,6 +63,15 @@ final class ServeFrontDoorTests: CLITestCase {
             XCTAssertGreaterThanOrEqual(gets.count, 3, "img, script and video reached \(path): \(gets)")
             XCTAssertTrue(gets.allSatisfy { $0.status == 403 }, "\(path): \(gets)")
         }
+        // A navigation the user began (Sec-Fetch-Site: none) that the page redirects to the service,
+        // as it can again and again with history.back(): it may read, not make the service fetch.
+        attacker.route("/hop-probe", .redirect(to: server.base + "/v1/probe?url=" + (mediaURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")))
+        attacker.route("/hop-stream", .redirect(to: server.stream(mediaURL)))
+        attacker.route("/hop-jobs", .redirect(to: server.base + "/v1/jobs"))
+        for hop in ["/hop-probe", "/hop-stream", "/hop-jobs"] { try page.navigate(attacker.url(hop)) }
+        XCTAssertTrue(try logged(server, "/v1/probe").suffix(1).allSatisfy { $0.status == 403 })
+        XCTAssertTrue(try logged(server, "/v1/stream").suffix(1).allSatisfy { $0.status == 403 })
+        XCTAssertEqual(try logged(server, "/v1/jobs").last?.status, 200, "reading the jobs is no effect")
         XCTAssertEqual(try jobs(server).count, 0, "no job exists")
         XCTAssertTrue(media.requests.isEmpty, "the service fetched nothing for the page: \(media.requests.map(\.path))")
         // The same requests from a program (no browser markers) and from the service's own page still work.
@@ -157,9 +166,16 @@ final class ServeFrontDoorTests: CLITestCase {
         XCTAssertEqual(delete.status, 403, delete.text)
         let clear = try HTTPClient.request("DELETE", own + "/v1/cache?url=x", headers: ["Sec-Fetch-Site": "same-site"])
         XCTAssertEqual(clear.status, 403, clear.text)
-        // Reading from another origin's page: refused too (the page cannot read it, but it acts).
-        let probe = try HTTPClient.request("GET", own + "/v1/probe?url=" + mediaURL, headers: ["Sec-Fetch-Site": "cross-site"])
-        XCTAssertEqual(probe.status, 403, probe.text)
+        // Reading from another origin's page: refused too (the page cannot read it, but it acts);
+        // a browser that sends no Sec-Fetch-Site names the page in its Referer, and a navigation
+        // the browser began by itself reads but does not fetch.
+        for headers in [["Sec-Fetch-Site": "cross-site"], ["Referer": "http://evil.example/page.html"],
+                        ["Sec-Fetch-Site": "none"], ["Origin": own + "?x"], ["Origin": "http://u@" + own.dropFirst("http://".count)]] {
+            let probe = try HTTPClient.request("GET", own + "/v1/probe?url=" + mediaURL, headers: headers)
+            XCTAssertEqual(probe.status, 403, "\(headers): \(probe.text)")
+        }
+        XCTAssertEqual(try HTTPClient.request("GET", own + "/v1/jobs", headers: ["Sec-Fetch-Site": "none"]).status, 200)
+        XCTAssertEqual(try HTTPClient.request("GET", own + "/v1/jobs", headers: ["Referer": own + "/"]).status, 200, "the dashboard's own page")
         // What holds no data and does nothing is for every page: liveness, the dashboard, the API's description.
         for path in ["/healthz", "/", "/openapi.json"] {
             XCTAssertEqual(try HTTPClient.request("GET", own + path, headers: ["Sec-Fetch-Site": "cross-site"]).status, 200, path)
@@ -168,9 +184,11 @@ final class ServeFrontDoorTests: CLITestCase {
 
     /// DNS rebinding: only the listen address, localhost and `--public-host` names are answered.
     func testOnlyTheServicesOwnNamesAreAnswered() throws {
-        let server = try serve(["--public-host", "media.example.com", "--public-host", "api.example.com:8443"])
+        try mprobe(["serve", "--cache-dir", cacheDir, "--public-host", "media.example.com"], expect: 2) // a name needs a token
+        let server = try serve(["--token", "t", "--public-host", "media.example.com", "--public-host", "api.example.com:8443"])
         defer { server.stop() }
         let port = server.port
+        let auth = ["Authorization": "Bearer t"]
         let cases: [(String, Int)] = [
             ("evil.example", 421), ("evil.example:\(port)", 421), ("127.0.0.1:\(port)", 200), ("localhost:\(port)", 200),
             ("LOCALHOST:\(port)", 200), ("127.0.0.1", 200), ("127.0.0.1:\(port + 1)", 421), ("127.0.0.2:\(port)", 421),
@@ -179,14 +197,14 @@ final class ServeFrontDoorTests: CLITestCase {
             ("[::1]:\(port)", 421), ("a b", 421),
         ]
         for (host, status) in cases {
-            let reply = try HTTPClient.request("GET", server.base + "/v1/cache/resources", headers: ["Host": host])
+            let reply = try HTTPClient.request("GET", server.base + "/v1/cache/resources", headers: ["Host": host].merging(auth) { $1 })
             XCTAssertEqual(reply.status, status, "Host: \(host): \(reply.text)")
             if status == 421 {
                 XCTAssertEqual((try reply.json()["error"] as? [String: Any])?["code"] as? String, "misdirected_request", host)
             }
         }
         // The proxy too: a rebound page reading an allowed origin through the service.
-        let proxied = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Host": "evil.example:\(port)"])
+        let proxied = try HTTPClient.request("GET", server.stream(mediaURL, token: "t"), headers: ["Host": "evil.example:\(port)"])
         XCTAssertEqual(proxied.status, 421)
         XCTAssertTrue(media.requests.isEmpty)
     }
@@ -226,6 +244,8 @@ final class ServeFrontDoorTests: CLITestCase {
             ("video/", "application/octet-stream"), ("/mp4", "application/octet-stream"), ("video/mp4/x", "application/octet-stream"),
             ("audio/mp4;x=text/html", "audio/mp4"), ("video/mp4 ;", "video/mp4"),
             ("text/html;video/mp4", "application/octet-stream"), ("image/png", "image/png"),
+            ("image/xml", "application/octet-stream"), ("video/x+xml", "application/octet-stream"),
+            ("image/SVG+XML", "application/octet-stream"),
         ]
         for (n, (type, _)) in types.enumerated() {
             media.route("/t\(n)", .fixed(status: 200, headers: [("Content-Type", type)], body: page))
@@ -250,6 +270,14 @@ final class ServeFrontDoorTests: CLITestCase {
         XCTAssertEqual(played.status, 206, played.text)
         XCTAssertEqual(played.headers["access-control-allow-origin"], app)
         XCTAssertTrue(played.headers["access-control-expose-headers"]?.contains("Content-Range") == true)
+        let shouted = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Origin": "HTTP://127.0.0.1:7", "Range": "bytes=0-9"])
+        XCTAssertEqual(shouted.headers["access-control-allow-origin"], app, "the origin as browsers write it, not the header's text")
+        let preflight = try HTTPClient.request("OPTIONS", server.stream(mediaURL), headers: ["Origin": app, "Sec-Fetch-Site": "same-site",
+                                                                                            "Access-Control-Request-Headers": "authorization"])
+        XCTAssertEqual(preflight.status, 204)
+        XCTAssertEqual(preflight.headers["access-control-allow-origin"], app)
+        XCTAssertEqual(try HTTPClient.request("OPTIONS", server.stream(mediaURL), headers: ["Origin": "http://evil.example"]).status, 403)
+        XCTAssertEqual(try HTTPClient.request("OPTIONS", server.base + "/v1/jobs", headers: ["Origin": app]).status, 403)
         let referred = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Sec-Fetch-Site": "same-site",
                                                                                        "Referer": app + "/player.html"])
         XCTAssertEqual(referred.status, 200, "a <video> sends no Origin; its Referer names the page")

@@ -32,9 +32,10 @@ final class ServeTrustTests: CLITestCase {
         own.route("/hop.mp4", .redirect(to: other.url("/v.mp4")))
         own.route("/own.m3u8", .serve(body: Array("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n\(other.url("/seg.ts"))\n#EXT-X-ENDLIST\n".utf8),
                                       contentType: "application/vnd.apple.mpegurl"))
-        let config = try writeFile("config.json", Array(#"{"hosts": {"127.0.0.1:\#(own.port)": {"headers": ["X-Api-Key: KEY-1"]}}}"#.utf8))
-        let server = try serve(["--config", config, "--header-for", "127.0.0.1:\(own.port)", "Authorization: Bearer ORIGIN-CRED"],
-                               allowing: [own, other])
+        let config = try writeFile("config.json", Array(#"""
+            {"hosts": {"127.0.0.1:\#(own.port)": {"headers": ["X-Api-Key: KEY-1", "Authorization: Bearer ORIGIN-CRED"]}}}
+            """#.utf8))
+        let server = try serve(["--config", config], allowing: [own, other])
         let base = server.base
         func get(_ path: String) throws -> HTTPReply { try HTTPClient.request("GET", base + path) }
         XCTAssertEqual(try get("/v1/probe?url=" + encoded(own.url("/v.mp4"))).status, 200)
@@ -57,12 +58,14 @@ final class ServeTrustTests: CLITestCase {
             XCTAssertNil(request.headers["authorization"], "\(request.path) on the other host")
             XCTAssertNil(request.headers["x-api-key"], "\(request.path) on the other host")
         }
-        // --location-trusted names the other host: the redirect keeps them.
+        // --header-for does the same as the config; --location-trusted names the other host: the redirect keeps them.
         other.clearRequests()
-        let trusting = try serve(["--config", config, "--location-trusted", "127.0.0.1:\(other.port)", "--cache-dir", dir.file("cache2")],
-                                 allowing: [own, other])
+        own.clearRequests()
+        let trusting = try serve(["--header-for", "127.0.0.1:\(own.port)", "X-Api-Key: KEY-1", "--location-trusted", "127.0.0.1:\(other.port)",
+                                  "--cache-dir", dir.file("cache2")], allowing: [own, other])
         defer { trusting.stop() }
         XCTAssertEqual(try HTTPClient.request("GET", trusting.base + "/v1/probe?url=" + encoded(own.url("/hop.mp4"))).status, 200)
+        XCTAssertEqual(own.requests.first?.headers["x-api-key"], "KEY-1")
         XCTAssertEqual(other.requests.first?.headers["x-api-key"], "KEY-1")
         XCTAssertEqual(try HTTPClient.request("GET", trusting.base + "/v1/probe?url=" + encoded(other.url("/seg.ts"))).status, 200)
         XCTAssertNil(other.requests.last?.headers["x-api-key"], "asked directly, the other host gets nothing")

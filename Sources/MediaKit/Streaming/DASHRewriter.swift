@@ -5,7 +5,9 @@ import Foundation
 /// relative to a chain of `BaseURL`s, which a player would resolve against the proxy: each
 /// Representation gets its own segment information instead, with absolute URLs resolved through
 /// that chain (a template's `$Number$`, `$Time$`, ... kept for the player to fill in), and the
-/// `BaseURL`s go (a single-file Representation keeps one: its file, routed).
+/// `BaseURL`s go (a single-file Representation keeps one: its file, routed). A `Location` (where a
+/// live player fetches the manifest again) is routed too; a manifest with remote elements
+/// (`xlink:href`) is refused.
 public enum DASHRewriter {
     /// A `dynamic` MPD: live, its segments follow the clock.
     public static func isLive(_ text: String) -> Bool {
@@ -18,10 +20,21 @@ public enum DASHRewriter {
             throw MediaError.malformedPlaylist(input: base, detail: "not well-formed XML: \(e.detail)")
         }
         guard root.name == "MPD" else { throw MediaError.malformedPlaylist(input: base, detail: "its root element is not <MPD>") }
+        // A remote element (`xlink:href` on a Period, AdaptationSet, ...) is more manifest at a URL
+        // of its own, which the player would fetch and resolve as it is: not routed, so refused.
+        if let remote = root.first(where: { $0["href"] != nil }) {
+            throw MediaError.malformedPlaylist(input: base, detail: "its <\(remote.name)> is a remote element (xlink:href), which mprobe does not route")
+        }
         let rewriter = Rewriter(document: base, route: route)
         let manifestBase = try DASHManifest.resolve(root.child("BaseURL")?.text, against: base, url: base) ?? base
         var mpd = root.removing("BaseURL")
         mpd.children = try mpd.children.map { period in
+            // Where a live player fetches the manifest again: through the proxy too.
+            if period.name == "Location" || period.name == "PatchLocation" {
+                var location = period
+                location.text = try rewriter.routed(period.text.trimmingCharacters(in: .whitespacesAndNewlines), base: base)
+                return location
+            }
             guard period.name == "Period" else { return period }
             let periodBase = try DASHManifest.resolve(period.child("BaseURL")?.text, against: manifestBase, url: base) ?? manifestBase
             var rewritten = period.removing("BaseURL")
@@ -109,6 +122,15 @@ public enum DASHRewriter {
 }
 
 extension MarkupElement {
+    /// This element or the first below it (depth first) that `matches`.
+    func first(where matches: (MarkupElement) -> Bool) -> MarkupElement? {
+        if matches(self) { return self }
+        for child in children {
+            if let found = child.first(where: matches) { return found }
+        }
+        return nil
+    }
+
     /// A copy without the children named `names`.
     func removing(_ names: String...) -> MarkupElement {
         var copy = self

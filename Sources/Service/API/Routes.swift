@@ -31,11 +31,16 @@ struct Route: Sendable {
     let handlers: [(method: String, handler: Handler)]
     /// The `route` label of its requests in the metrics (routes of one kind share one).
     let label: String
+    /// A GET here makes the service fetch from an origin (a probe, the proxy): an effect, not a
+    /// read, which a navigation alone may not cause (`RequestSite.userNavigation`).
+    let fetchesOrigins: Bool
 
-    init(template: String, access: Access, label: String? = nil, handlers: [(method: String, handler: Handler)]) {
+    init(template: String, access: Access, label: String? = nil, fetchesOrigins: Bool = false,
+         handlers: [(method: String, handler: Handler)]) {
         self.template = template
         self.access = access
         self.label = label ?? template
+        self.fetchesOrigins = fetchesOrigins
         self.handlers = handlers
     }
 
@@ -72,13 +77,13 @@ extension Service {
         Route(template: "/openapi.json", access: .open, handlers: asset { _ in DashboardAsset.openAPI }),
         Route(template: "/metrics", access: .api, handlers: [("GET", { s, _, _ in s.metricsPage() })]),
         Route(template: "/v1/health", access: .api, handlers: [("GET", { s, _, _ in s.json(s.metrics.health(s.gauges())) })]),
-        Route(template: "/v1/probe", access: .api, handlers: [("GET", { s, request, _ in try s.probe(request) })]),
-        Route(template: "/v1/stream", access: .player, handlers: [
+        Route(template: "/v1/probe", access: .api, fetchesOrigins: true, handlers: [("GET", { s, request, _ in try s.probe(request) })]),
+        Route(template: "/v1/stream", access: .player, fetchesOrigins: true, handlers: [
             ("GET", { s, request, _ in try s.stream(request) }), ("HEAD", { s, request, _ in try s.stream(request) }),
         ]),
         // Named as the origin's file: rewritten playlists point here, since ffmpeg's hls demuxer
         // takes a segment only by its extension.
-        Route(template: "/v1/stream/{name}", access: .player, label: "/v1/stream", handlers: [
+        Route(template: "/v1/stream/{name}", access: .player, label: "/v1/stream", fetchesOrigins: true, handlers: [
             ("GET", { s, request, _ in try s.stream(request) }), ("HEAD", { s, request, _ in try s.stream(request) }),
         ]),
         Route(template: "/v1/cache", access: .api, handlers: [

@@ -169,8 +169,10 @@ extension Service {
             let text = String(decoding: bytes, as: UTF8.self)
             bytes = Array(Service.withToken(vtt: text, token: token).utf8)
         }
+        // Served in the dashboard's origin: never sniffed, never able to run anything there.
         return HTTPResponse(status: 200, headers: [("Content-Type", Service.mediaType(of: file)), ("Cache-Control", "no-cache"),
-                                                   ("X-Content-Type-Options", "nosniff")],
+                                                   ("X-Content-Type-Options", "nosniff"),
+                                                   ("Content-Security-Policy", "sandbox; default-src 'none'")],
                             body: .bytes(bytes))
     }
 

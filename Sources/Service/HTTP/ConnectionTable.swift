@@ -45,10 +45,13 @@ final class ConnectionTable: Sendable {
         thread.start()
     }
 
-    /// Ends the watchdog thread (it holds the table until then).
+    /// Ends the watchdog thread (it holds the table until then); once, however often it is called.
     func stop() {
-        state.withLock { $0.stopped = true }
-        watchdogDone.wait()
+        let first = state.withLock { s -> Bool in
+            defer { s.stopped = true }
+            return !s.stopped
+        }
+        if first { watchdogDone.wait() }
     }
 
     /// A connection opened on `fd` from `client` (numeric address). Past a limit it is answered
@@ -94,11 +97,6 @@ final class ConnectionTable: Sendable {
     /// A response ended and the connection stays open: the next request's headers are awaited.
     func requestEnded(_ connection: UInt) {
         state.withLock { $0.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime }
-    }
-
-    /// Connections open now, and those of `client`.
-    func count(client: String? = nil) -> Int {
-        state.withLock { s in client.map { s.perClient[$0] ?? 0 } ?? s.served }
     }
 
     /// Every quarter second: a connection past its header deadline is shut down, which ends it

@@ -58,7 +58,7 @@ public final class HTTPServer: Sendable {
                            | MHD_USE_ITC.rawValue | MHD_USE_POLL.rawValue)
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
         // Twice the limit for libmicrohttpd, so that a connection past ours is still accepted and
-        // answered (429/503, then closed within a second) instead of left waiting in the backlog.
+        // answered (429/503, then shut down at once) instead of closed unanswered.
         let started = address.withSockaddr { sockaddr in
             mp_mhd_start(flags, sockaddr, UInt32(2 * limits.maxConnections), UInt32(limits.idleTimeout),
                          serverAccessHandler, opaque, serverCompletedCallback, opaque, serverNotifyConnection, opaque)
@@ -84,8 +84,7 @@ public final class HTTPServer: Sendable {
         core.connections.stop()
     }
 
-    /// Connections open now (refused ones not counted), and those of one client address.
-    public func openConnections(client: String? = nil) -> Int { core.connections.count(client: client) }
+    deinit { stop() }
 }
 
 /// The `MHD_Daemon*`: stopped exactly once, by `stop()` or `deinit`.

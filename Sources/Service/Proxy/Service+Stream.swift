@@ -74,7 +74,10 @@ extension Service {
         guard let type, let media = MediaType(type) else { return "application/octet-stream" }
         let listed = ["application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
                       "text/vtt", "application/octet-stream"]
-        let isMedia = media.type == "video" || media.type == "audio" || (media.type == "image" && !media.subtype.contains("svg"))
+        // XML (`image/svg+xml`, `video/x+xml`, `image/xml`) is a document a browser may render,
+        // scripts and all; the DASH manifest, rewritten by the proxy, is listed by name.
+        let xml = media.subtype == "xml" || media.subtype.hasSuffix("+xml") || media.subtype.contains("svg")
+        let isMedia = ((media.type == "video" || media.type == "audio" || media.type == "image") && !xml)
             || listed.contains(media.description)
         return isMedia ? media.description : "application/octet-stream"
     }

@@ -40,7 +40,7 @@ enum ServeCommand: OptionCommand {
           --public-host NAME[:PORT]
                                a name requests may give as Host besides the listen address and
                                localhost (repeatable; without a port, any port): what a front such as
-                               nginx passes on. Any other Host is answered 421 (DNS rebinding)
+                               nginx passes on; needs a token. Any other Host is answered 421 (DNS rebinding)
           --allow-origin ORIGIN
                                pages of ORIGIN (https://app.example.com) may play media through
                                /v1/stream and read job files (repeatable); pages of other origins
@@ -88,6 +88,11 @@ enum ServeCommand: OptionCommand {
         }
         config.allowHosts = args.allValues("allow-host")
         config.publicHosts = (options.config.publicHosts ?? []) + args.allValues("public-host")
+        // A name other than loopback is reached by other machines (through a front), where
+        // browsers send no Sec-Fetch-Site over plain http to tell a page's requests from a program's.
+        guard config.publicHosts.isEmpty || config.token != nil else {
+            throw UsageError("--public-host makes the service reachable by that name from other machines: give --token or --token-file too")
+        }
         config.allowOrigins = (options.config.allowOrigins ?? []) + args.allValues("allow-origin")
         config.maxCacheBytes = try options.maxCacheBytes()
         if let n = try args.integer("max-connections-per-client") {
