@@ -64,7 +64,7 @@ public final class RangeFetcher: Sendable {
                 }
             }
             outcome = performed.outcome
-            tally.requests += 1
+            tally.requests += performed.requests
             tally.connections += performed.connections
             tally.bytesReceived += performed.bodyBytes
             switch outcome {
@@ -95,6 +95,8 @@ public final class RangeFetcher: Sendable {
         let outcome: Result<FetchOutcome, Error>
         let info: ResponseInfo?
         let next: Int64
+        /// Requests sent: one, and one more for each redirect followed.
+        let requests: Int64
         let connections: Int64
         let bodyBytes: Int64
     }
@@ -108,7 +110,7 @@ public final class RangeFetcher: Sendable {
         transfer.easy = easy
         var url = transfer.url
         var sent: [RequestHeader]?
-        var connections: Int64 = 0
+        var connections: Int64 = 0, requests: Int64 = 0
         var code = CURLE_OK
         for hop in 0... {
             let headers = RequestHeader.forHop(url, first: transfer.url, previous: sent, of: options.headers,
@@ -120,6 +122,7 @@ public final class RangeFetcher: Sendable {
             let list = CurlStringList(lines + headers.map(\.line))
             try configure(easy, transfer: transfer, url: url, headers: list)
             code = withExtendedLifetime((transfer, list)) { easy.perform() }
+            requests += 1
             connections += Int64(easy.info(CURLINFO_NUM_CONNECTS))
             // A transfer that failed below HTTP (no address, a refused connection) can leave state
             // that curl_easy_reset keeps, such as its receive buffer, after which setting the buffer
@@ -138,12 +141,12 @@ public final class RangeFetcher: Sendable {
             url = RangeFetcher.carryingUserinfo(of: transfer.url, to: target, always: options.locationTrusted)
         }
         countersStore.withLock {
-            $0.requests += 1
+            $0.requests += requests
             $0.connections += connections
             $0.bytesReceived += transfer.bodyBytes
         }
         return Performed(outcome: result(of: transfer, code: code), info: transfer.info, next: transfer.nextOffset,
-                         connections: connections, bodyBytes: transfer.bodyBytes)
+                         requests: requests, connections: connections, bodyBytes: transfer.bodyBytes)
     }
 
     /// The statuses libcurl would follow.

@@ -139,9 +139,10 @@ final class RangeFetcherFaultTests: XCTestCase {
         server.route("/old", .redirect(to: server.url("/new")))
         server.route("/new", .serve(body: body))
         server.route("/loop", .redirect(to: server.url("/loop")))
-        let (outcome, got, _) = try RangeFetcher(options: quickOptions()).collect(server.url("/old"), 0..<100)
+        let (outcome, got, tally) = try RangeFetcher(options: quickOptions()).collect(server.url("/old"), 0..<100)
         guard case .delivered(let info) = outcome else { return XCTFail("expected bytes") }
         XCTAssertEqual(info.effectiveURL, server.url("/new"))
+        XCTAssertEqual(tally.requests, 2, "the redirect and the request it led to")
         XCTAssertEqual(got.bytes(in: 0..<100), Array(body[0..<100]))
         XCTAssertEqual(server.requests.map(\.range), ["bytes=0-99", "bytes=0-99"], "the range survives the redirect")
         XCTAssertThrowsError(try RangeFetcher(options: quickOptions()).collect(server.url("/loop"), 0..<10)) { error in
