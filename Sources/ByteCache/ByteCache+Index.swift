@@ -169,14 +169,15 @@ extension ByteCache {
         }
     }
 
-    /// Records the origin's validators. If they conflict with the stored ones, the stored ranges
-    /// are dropped and the generation advances (a new data file), in one transaction. nil when
+    /// Records the origin's validators. If they conflict with the stored ones (or `replacing`), the
+    /// stored ranges are dropped and the generation advances (a new data file), in one transaction,
+    /// and `incoming` is all that is recorded. nil when
     /// the key has no row (it was evicted or removed meanwhile).
     static func applyValidators(db: SQLiteDatabase, key: String, url: String, _ incoming: ResourceValidators,
-                                contentType: String?) throws -> (state: EntryState, dropped: Bool)? {
+                                contentType: String?, replacing: Bool = false) throws -> (state: EntryState, dropped: Bool)? {
         try db.writeTransaction {
             guard var state = try loadEntryState(db: db, key: key) else { return nil }
-            let dropped = state.validators.conflicts(with: incoming)
+            let dropped = replacing || state.validators.conflicts(with: incoming)
             var validators = dropped ? incoming : state.validators.merged(with: incoming)
             if dropped {
                 try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(state.generation.row)])

@@ -179,7 +179,7 @@ public final class CacheEntry: RangeStore {
     }
 
     @discardableResult
-    public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
+    public func applyValidators(_ incoming: ResourceValidators, contentType: String?, replacing: Bool) throws -> Bool {
         let (before, refusal) = state.withLock { ($0.generation, $0.refusal) }
         if let refusal {
             // Nothing can be recorded; an answer that tells nothing new needs nothing recorded.
@@ -188,11 +188,11 @@ public final class CacheEntry: RangeStore {
             throw refusal
         }
         guard let (loaded, dropped) = try cache.index.withLock({
-            try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType)
+            try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType, replacing: replacing)
         }) else {
             // The row was evicted or removed meanwhile: make a new one and record there.
             try moveOn(from: before)
-            return try applyValidators(incoming, contentType: contentType)
+            return try applyValidators(incoming, contentType: contentType, replacing: replacing)
         }
         if loaded.generation == before {
             merge(loaded)

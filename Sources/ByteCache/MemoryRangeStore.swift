@@ -37,9 +37,9 @@ public final class MemoryRangeStore: RangeStore {
     public func refresh() throws {}
 
     @discardableResult
-    public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
+    public func applyValidators(_ incoming: ResourceValidators, contentType: String?, replacing: Bool) throws -> Bool {
         state.withLock { s in
-            let dropped = s.validators.conflicts(with: incoming)
+            let dropped = replacing || s.validators.conflicts(with: incoming)
             if dropped { s = State(generation: s.generation + 1) }
             s.validators = s.validators.merged(with: incoming)
             return dropped

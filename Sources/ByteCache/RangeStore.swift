@@ -10,9 +10,12 @@ public protocol RangeStore: AnyObject, Sendable {
     /// Picks up ranges that other writers (threads or processes) have added since.
     func refresh() throws
     /// Records what the origin reported. Returns true when it conflicts with what was stored,
-    /// in which case all stored bytes have been dropped.
+    /// in which case all stored bytes have been dropped. `replacing`: `incoming` is a whole
+    /// answer's validators, of another version than the stored ones even where no field differs
+    /// (one has an ETag or Last-Modified the other has not): the stored bytes go, and `incoming`
+    /// replaces what was recorded instead of adding to it.
     @discardableResult
-    func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool
+    func applyValidators(_ incoming: ResourceValidators, contentType: String?, replacing: Bool) throws -> Bool
     /// Drops every stored byte of `generation` and starts the next one: the content was found to
     /// be of two versions although the validators agree (an origin without ETag or Last-Modified
     /// changed under the same size). Nothing happens when the store has moved on already.
@@ -64,4 +67,12 @@ public struct StoredRead: Sendable {
     public let count: Int
     public let generation: StoreGeneration
     public let validators: ResourceValidators
+}
+
+extension RangeStore {
+    /// Records what the origin reported, adding it to what is known (`applyValidators(_:contentType:replacing:)`).
+    @discardableResult
+    public func applyValidators(_ incoming: ResourceValidators, contentType: String?) throws -> Bool {
+        try applyValidators(incoming, contentType: contentType, replacing: false)
+    }
 }

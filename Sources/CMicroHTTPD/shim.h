@@ -21,6 +21,9 @@ static inline struct MHD_Daemon *mp_mhd_start(unsigned int flags, const struct s
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
+                            /* A request line holds a URL of up to 8 KiB percent-encoded (24 KiB):
+                               the default 32 KiB per connection would leave little for headers. */
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                             MHD_OPTION_END);
 }
 

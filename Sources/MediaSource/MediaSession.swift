@@ -55,6 +55,10 @@ public final class MediaSession: Sendable {
         MediaSession(sharing: self, cancellation: cancellation)
     }
 
+    /// `url` as output, errors and stored records show it (`URLRules.shown`: no userinfo, no
+    /// signatures): what a job's result says of the URLs it derived (a playlist's segments).
+    public func shown(_ url: String) -> String { fetcher.options.urlRules.shown(url) }
+
     /// What kind of input a string names.
     public enum InputKind: Equatable, Sendable {
         case remote(String)

@@ -11,9 +11,9 @@ import ByteCache
 /// see another generation and fail with `SourceError.versionChanged`, as for a changed ETag.
 ///
 /// Every place where bytes of two responses meet is such an overlap: fetches of such a resource
-/// never run side by side within `overlap` of each other (`RemoteResource.fetch` waits), so each
-/// new one finds its neighbours stored. Across processes sharing a cache, the check is against
-/// what the others have committed.
+/// never run side by side within `overlap` of each other — in one process `RemoteResource.fetch`
+/// waits, across processes sharing a cache the fetch claims `overlap` past both ends of its gap
+/// (`margin`) — so each new one finds its neighbours stored (committed, for another process's).
 struct OverlapCheck {
     /// Bytes compared on each side.
     static let overlap: Int64 = 4 << 10
@@ -33,6 +33,12 @@ struct OverlapCheck {
         let after = min(OverlapCheck.overlap, stored.coveredLength(from: core.upperBound))
         self.core = core
         request = core.lowerBound - before..<core.upperBound + after
+    }
+
+    /// How far past a gap's ends a fetch of a resource with these validators claims its bytes
+    /// from other processes sharing the cache: `overlap` without a validator, else nothing.
+    static func margin(for validators: ResourceValidators) -> Int64 {
+        validators.etag == nil && validators.lastModified == nil ? overlap : 0
     }
 
     /// Whether a fetch of `range` of a validator-less resource must wait for a running fetch of

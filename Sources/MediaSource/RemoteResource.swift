@@ -142,26 +142,17 @@ final class RemoteResource: @unchecked Sendable {
     /// The body of a fetch thread: one request (with the fetcher's retries), its bytes stored as
     /// they arrive, then committed; waiting readers are woken at each step.
     private func run(_ fetch: RunningFetch, ifRange: String?, tally: ReaderTally) {
-        // Other processes sharing the cache may be fetching these bytes: claim them first.
+        // Other processes sharing the cache may be fetching these bytes: claim them first. Without
+        // a validator the claim reaches `OverlapCheck.overlap` past both ends, so that no other
+        // process stores bytes next to these that neither compared (`OverlapCheck`).
         let claim: FetchClaim
         let range: Range<Int64>
         do {
-            guard let claimed = try store.claimFetch(fetch.range, isCancelled: { fetch.cancellation.isCancelled }) else {
-                // Another process had them on the way and has finished: readers look again.
-                try store.refresh()
-                finish(fetch, .done)
+            guard let (claimed, missing) = try claimMissing(fetch) else {
+                finish(fetch, .done) // stored meanwhile, by another fetch: readers look again
                 return
             }
-            claim = claimed
-            // Claimed just after another process let the same bytes go: they may be stored now
-            // (four processes reading one file fetched 16 MiB of it twice). Only what is missing.
-            try store.refresh()
-            guard let missing = store.available.gaps(in: claim.range).first, missing.lowerBound == claim.range.lowerBound else {
-                claim.release()
-                finish(fetch, .done)
-                return
-            }
-            range = missing
+            (claim, range) = (claimed, missing)
         } catch {
             finish(fetch, .failed(error is CancellationError ? FetchError.cancelled(url: shown) : error))
             return
@@ -241,6 +232,38 @@ final class RemoteResource: @unchecked Sendable {
         claim.release()
         tally.finished(counters, alreadyCounted: stored, responses: responses)
         finish(fetch, outcome)
+    }
+
+    /// Claims the bytes `fetch` is for from other fetches sharing the store (other processes, and
+    /// with margins this one's too), and returns the claim with what is still missing from the
+    /// fetch's first byte on; nil when that byte has been stored meanwhile. Without a validator the
+    /// claim reaches `OverlapCheck.overlap` past both ends, so that no other fetch stores bytes next
+    /// to these that neither compared. A holder in the way is waited for, then it is tried again.
+    private func claimMissing(_ fetch: RunningFetch) throws -> (FetchClaim, Range<Int64>)? {
+        let first = fetch.range.lowerBound
+        while true {
+            let store = self.store
+            let margin = OverlapCheck.margin(for: store.validators)
+            let wanted = max(0, first - margin)..<fetch.range.upperBound + margin
+            let claimed = try store.claimFetch(wanted, isCancelled: { fetch.cancellation.isCancelled })
+            // Where another holder's claim begins, its margin does: this fetch ends before its own.
+            let end = claimed.map { min(fetch.range.upperBound, $0.range.upperBound - ($0.range.upperBound < wanted.upperBound ? margin : 0)) }
+            if let claimed, let end, end <= first {
+                // The other holder is within a margin of the first byte: wait for it.
+                claimed.release()
+                try store.claimFetch(claimed.range.upperBound..<claimed.range.upperBound + 1,
+                                     isCancelled: { fetch.cancellation.isCancelled })?.release()
+            }
+            // Claimed just after another holder let the same bytes go (or waited for one): they may
+            // be stored now (four processes reading one file fetched 16 MiB of it twice).
+            try store.refresh()
+            if store.available.coveredLength(from: first) > 0 {
+                claimed?.release()
+                return nil
+            }
+            guard let claimed, let end, end > first else { continue } // the holder failed: claim again
+            return (claimed, store.available.gaps(in: first..<end).first ?? first..<end)
+        }
     }
 
     /// Records how `fetch` ended and wakes everyone waiting on the resource.
@@ -360,7 +383,14 @@ final class RemoteResource: @unchecked Sendable {
     private func accept(_ info: ResponseInfo) throws {
         let validators = ResourceValidators(size: info.totalSize, etag: info.etag, lastModified: info.lastModified)
         let store = self.store
-        let changed = try store.applyValidators(validators, contentType: info.contentType)
+        // An answer with a validator where an earlier one had none (or none where it had one)
+        // cannot be told to be of the same version: without a validator in common the stored bytes
+        // could be of another, and nothing would compare them with these (`OverlapCheck` runs only
+        // while none is known). So they go, and this answer's validators are the ones recorded.
+        let known = store.validators
+        let proves = { (v: ResourceValidators) in v.etag != nil || v.lastModified != nil }
+        let replacing = known.size != nil && proves(known) != proves(validators)
+        let changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         condition.withLock {
             if let size = info.totalSize { sizeValue = size }
             if let type = info.contentType { contentTypeValue = type }

@@ -77,6 +77,8 @@ public final class RemoteSource: MediaSource {
 
     /// What the resource's store knows of the origin's version.
     public var validators: ResourceValidators { resource.store.validators }
+    /// The version of the bytes this reader has handed out, once it has (what they all are of).
+    public var version: ResourceValidators? { state.withLock { $0.pinned } }
     /// The origin's `Content-Type`, once a response (or the cache) has said it.
     public var contentType: String? { resource.contentType }
     /// Where relative references in the resource point from: the URL that answered after

@@ -28,8 +28,12 @@ final class RangeTransfer {
     private var windowBytes = 0
     /// Set when the progress callback aborted a stalled or dripping transfer.
     private(set) var stalled = false
-    /// Header bytes of the current response.
+    /// Header bytes of every response of this transfer (interim 1xx ones, redirects and the last):
+    /// an origin cannot reset the bound by sending another status line.
     private var headerBytes = 0
+    /// Interim (1xx) answers so far; a few are normal (`100 Continue`), endless ones an attack.
+    private var interimAnswers = 0
+    static let maxInterimAnswers = 8
 
     /// "2" for an HTTP/2 response, else "1.1" (from the status line).
     private(set) var httpVersion = "1.1"
@@ -72,35 +76,53 @@ final class RangeTransfer {
     /// a `100 Continue`), so it clears what the previous response said. Returns false to abort
     /// (headers beyond `maxHeaderBytes`).
     func receiveHeaderLine(_ line: String, byteCount: Int) -> Bool {
-        noteProgress(byteCount)
-        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
-        if trimmed.hasPrefix("HTTP/") {
-            let parts = trimmed.split(separator: " ")
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            httpVersion = String(parts[0].dropFirst("HTTP/".count))
-            headers = [:]
-            headerBytes = byteCount
-            return true
-        }
+        // Header bytes keep a transfer from looking stalled, but are no progress towards the body.
+        lastActivity = ProcessInfo.processInfo.systemUptime
         headerBytes += byteCount
         guard headerBytes <= RangeTransfer.maxHeaderBytes else {
             failure = FetchError.badResponse(url: shownURL, detail:
                 "its response headers exceed \(RangeTransfer.maxHeaderBytes >> 10) KiB")
             return false
         }
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("HTTP/") {
+            let parts = trimmed.split(separator: " ")
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            httpVersion = String(parts[0].dropFirst("HTTP/".count))
+            headers = [:]
+            if (100..<200).contains(status) {
+                interimAnswers += 1
+                guard interimAnswers <= RangeTransfer.maxInterimAnswers else {
+                    failure = FetchError.badResponse(url: shownURL, detail:
+                        "it sent more than \(RangeTransfer.maxInterimAnswers) interim (1xx) answers before its answer")
+                    return false
+                }
+            }
+            return true
+        }
         guard let colon = trimmed.firstIndex(of: ":") else { return true }
         let name = trimmed[..<colon].lowercased()
-        headers[name] = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let value = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        // Two answers in one: which length, range or version the body is of cannot be known.
+        if RangeTransfer.singular.contains(name), let earlier = headers[name], earlier != value {
+            failure = FetchError.badResponse(url: shownURL, detail: "it sent two different \(name) headers")
+            return false
+        }
+        headers[name] = value
         return true
     }
+
+    /// Headers an answer has at most once (or repeats unchanged).
+    static let singular: Set<String> = ["content-length", "content-range", "content-encoding", "transfer-encoding",
+                                        "etag", "last-modified", "content-type", "location"]
 
     /// Builds and checks the response description before the first body byte is used: an encoded
     /// body, a Content-Range other than the one asked for, or lengths that disagree are refused.
     func makeInfo() throws -> ResponseInfo {
         if let info { return info }
         let effective = easy?.infoString(CURLINFO_EFFECTIVE_URL) ?? url
-        var result = ResponseInfo(status: status, totalSize: nil, etag: header("etag"),
-                                  lastModified: header("last-modified"), contentType: header("content-type"),
+        var result = ResponseInfo(status: status, totalSize: nil, etag: RangeTransfer.validator(header("etag")),
+                                  lastModified: RangeTransfer.validator(header("last-modified")), contentType: header("content-type"),
                                   effectiveURL: effective, bodyStart: 0, httpVersion: httpVersion)
         result.framed = httpVersion == "2" || header("transfer-encoding")?.lowercased().contains("chunked") == true
         if let encoding = header("content-encoding"), encoding.lowercased() != "identity" {
@@ -227,6 +249,15 @@ final class RangeTransfer {
                           NI_NUMERICHOST | NI_NUMERICSERV) == 0 else { return ("", 0) }
         let text = { (chars: [CChar]) in String(decoding: chars.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
         return (text(host), Int(text(service)) ?? 0)
+    }
+
+    /// An ETag or Last-Modified as it can be kept, compared and sent back (`If-Range`, the proxy's
+    /// own headers): printable ASCII of at most 256 bytes. Anything else is no validator at all,
+    /// and the resource is then told apart as one without (`OverlapCheck`).
+    static func validator(_ value: String?) -> String? {
+        guard let value, !value.isEmpty, value.utf8.count <= 256,
+              value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else { return nil }
+        return value
     }
 
     /// Seconds from a `Retry-After: N` header, if any.

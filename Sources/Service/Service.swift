@@ -28,6 +28,8 @@ public final class Service: Sendable {
     let streams = Atomic<Int>(0)
     /// Probes running now, against `ServiceLimits.maxConcurrentProbes`.
     let probes = Atomic<Int>(0)
+    /// Playlists being rewritten now, against `ServiceLimits.maxConcurrentPlaylists`.
+    let playlists = Atomic<Int>(0)
     /// Set at shutdown: bodies still streaming then end at their next read (short).
     let stopping = Cancellation()
     private let server: Mutex<HTTPServer?> = Mutex(nil)
@@ -67,6 +69,7 @@ public final class Service: Sendable {
         limits.maxConnections = config.limits.maxConnections
         limits.maxConnectionsPerClient = config.limits.maxConnectionsPerClient
         limits.headerTimeout = config.limits.headerTimeout
+        limits.bodyTimeout = config.limits.bodyTimeout
         let started = try HTTPServer(host: config.host, port: config.port, limits: limits,
                                      handler: { [unowned self] in self.handle($0) },
                                      completed: { [unowned self] in self.completed($0) })
@@ -99,7 +102,7 @@ public final class Service: Sendable {
         do {
             return try route(request)
         } catch {
-            return APIError(error).response
+            return APIError(error, rules: cache.urlRules).response
         }
     }
 
@@ -227,7 +230,7 @@ public final class Service: Sendable {
         do {
             guard case .remote = try MediaSession.classify(url) else { throw APIError.forbidden("only http and https origins may be fetched") }
         } catch let error as SourceError {
-            throw APIError(error)
+            throw APIError(error, rules: cache.urlRules)
         }
     }
 

@@ -48,14 +48,18 @@ public struct ServiceLimits: Sendable {
     /// Probes (and cache ranges, which open the media) running at once; more get 503. Each holds
     /// the demuxer's index of its file, hundreds of MB for a day-long one.
     public var maxConcurrentProbes = 4
+    /// Playlists and manifests being read and rewritten at once; more get 503. A 16 MiB playlist
+    /// takes about 250 MB to rewrite.
+    public var maxConcurrentPlaylists = 4
     /// Proxied responses streaming at once; more get 503.
     public var maxStreams = 256
     public var maxConnections = 512
     /// Connections one client address may hold at once; 0 for no limit (behind a front such as
     /// nginx every request comes from its address).
     public var maxConnectionsPerClient = 64
-    /// Seconds a connection may take to send a request's headers (slow ones are closed).
+    /// Seconds a connection may take to send a request's headers, and its body (slow ones are closed).
     public var headerTimeout: Double = 10
+    public var bodyTimeout: Double = 30
     /// Finished jobs kept, the newest; older ones (and their files) are removed.
     public var keptFinishedJobs = 1000
     /// How long a finished job is kept at most, in seconds (7 days).

@@ -84,6 +84,38 @@ public struct URLRules: Sendable, Equatable {
     }
 }
 
+extension URLRules {
+    /// `text` (an error, a warning) with every URL in it as `shown` makes it: a message built from
+    /// a URL that was not shown first (a playlist's segment, a manifest's BaseURL) still hides its
+    /// userinfo and signatures when it is printed, logged or stored. A URL runs from its scheme to
+    /// the first space, quote, angle bracket or parenthesis.
+    public func scrubbed(_ text: String) -> String {
+        let ends: Set<Character> = [" ", "\t", "\n", "\r", "\"", "'", "<", ">", "(", ")"]
+        var out = "", rest = Substring(text)
+        func separator(in text: Substring) -> Range<Substring.Index>? {
+            var i = text.startIndex
+            while i < text.endIndex {
+                if text[i...].hasPrefix("://") { return i..<text.index(i, offsetBy: 3) }
+                i = text.index(after: i)
+            }
+            return nil
+        }
+        while let separator = separator(in: rest) {
+            // The scheme: the letters, digits, + - . just before "://".
+            var start = separator.lowerBound
+            while start > rest.startIndex, let c = rest[rest.index(before: start)].unicodeScalars.first,
+                  c.properties.isAlphabetic || ("0"..."9").contains(Character(c)) || "+-.".unicodeScalars.contains(c) {
+                start = rest.index(before: start)
+            }
+            let end = rest[separator.upperBound...].firstIndex(where: ends.contains) ?? rest.endIndex
+            out += rest[..<start]
+            out += start < separator.lowerBound ? shown(String(rest[start..<end])) : String(rest[start..<end])
+            rest = rest[end...]
+        }
+        return out + rest
+    }
+}
+
 /// Host patterns of rules and headers: `example.com` (that host), `*.example.com` (its subdomains
 /// and itself), optionally with `:PORT`.
 public enum HostPattern {

@@ -77,6 +77,9 @@ struct ConfigFile: Decodable {
             throw UsageError("config \(path): unknown key '\(unknown)' (known: \(keys.sorted().joined(separator: ", ")))")
         }
         for (pattern, value) in (object["hosts"] as? [String: Any]) ?? [:] {
+            guard ConfigFile.isHostPattern(pattern) else {
+                throw UsageError("config \(path): hosts.\(pattern) is not a host pattern (example.com, *.example.com, example.com:8443)")
+            }
             guard let settings = value as? [String: Any] else { throw UsageError("config \(path): hosts.\(pattern) is not an object") }
             if let unknown = Set(settings.keys).subtracting(HostSettings.keys).sorted().first {
                 throw UsageError("config \(path): unknown key '\(unknown)' in hosts.\(pattern)")
@@ -88,5 +91,14 @@ struct ConfigFile: Decodable {
             let key = context.codingPath.map(\.stringValue).joined(separator: ".")
             throw UsageError("config \(path): '\(key)' has the wrong type")
         }
+    }
+
+    /// `example.com`, `*.example.com`, either with `:PORT`: what `hosts` keys, `--header-for` and
+    /// `--location-trusted` take.
+    static func isHostPattern(_ text: String) -> Bool {
+        let parts = (text.hasPrefix("*.") ? String(text.dropFirst(2)) : text).split(separator: ":", omittingEmptySubsequences: false)
+        let nameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+        return (1...2).contains(parts.count) && !parts[0].isEmpty && parts[0].allSatisfy(nameCharacters.contains)
+            && !parts[0].hasPrefix(".") && !parts[0].hasSuffix(".") && (parts.count == 1 || UInt16(parts[1]).map { $0 > 0 } == true)
     }
 }

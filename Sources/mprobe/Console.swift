@@ -1,4 +1,5 @@
 import Foundation
+import URLSupport
 import Synchronization
 
 /// The CLI's only way to print. Library code never prints; it returns values and warnings.
@@ -32,12 +33,14 @@ enum Console {
         line.withUTF8 { try? writeStdout(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Errors and warnings are shown with every URL in them redacted (userinfo, well-known
+    /// signatures), whatever built them.
     static func error(_ text: String) {
-        writeStderr("mprobe: " + text + "\n")
+        writeStderr("mprobe: " + URLRules.standard.scrubbed(text) + "\n")
     }
 
     static func warning(_ text: String) {
-        writeStderr("mprobe: warning: " + text + "\n")
+        writeStderr("mprobe: warning: " + URLRules.standard.scrubbed(text) + "\n")
     }
 
     /// Writes raw bytes to stdout, all of them, or throws the failure (also remembered, so the

@@ -81,7 +81,7 @@ final class ServeCommandTests: CLITestCase {
             (["--token", "  "], "--token holds no token"), (["--token", "a", "--token-file", blank], "only one of"),
             (["-H", "Authorization: Bearer x"], "--header-for HOST"), (["--header-file", blank], "--header-for HOST"),
             (["--header-for", "media.example.com"], "needs two values"), (["--header-for", "a/b", "X: y"], "--header-for needs a host"),
-            (["--public-host", "a:b:c"], "--public-host needs NAME"), (["--allow-origin", "https://app.example.com/path"], "--allow-origin needs"),
+            (["--public-host", "a:b:c", "--token", "t"], "--public-host needs NAME"), (["--allow-origin", "https://app.example.com/path"], "--allow-origin needs"),
             (["--listen", "0.0.0.0:0"], "give --token"), (["--listen", "[::]:0"], "give --token"),
             (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
             (["--token-file", dir.file("missing")], "cannot read it"), (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),

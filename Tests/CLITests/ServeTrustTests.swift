@@ -179,6 +179,77 @@ final class ServeTrustTests: CLITestCase {
         XCTAssertEqual(try HTTPClient.request("GET", target).body, versionB)
     }
 
+    /// Two processes on one cache (the service and `mprobe cat`), an origin without validators
+    /// that changes between their fetches, the first one slow: the fetch next to the slow one waits
+    /// for it (its claim reaches past its ends), then compares, so nothing of the two versions is
+    /// ever side by side — in a response, in `cat`'s output, or in the cache after.
+    func testTwoProcessesOnOneCacheNeverJoinTwoVersions() throws {
+        let size = 4 << 20
+        let versionA = randomBytes(size, seed: 311), versionB = randomBytes(size, seed: 312)
+        let origin = try FaultServer()
+        origin.route("/v.bin", .sequence([.stall(afterBytes: 100_000, seconds: 3, then: .serve(body: versionA, etag: nil, lastModified: nil)),
+                                          .serve(body: versionB, etag: nil, lastModified: nil)]))
+        let server = try serve([], allowing: [origin])
+        defer { server.stop() }
+        let url = origin.url("/v.bin")
+        let first = try RawHTTPConnection(port: server.port)
+        first.get("/v1/stream?url=" + encoded(url), headers: ["Range": "bytes=0-524287"])
+        var received = first.read(atLeast: 2000, timeout: 10)
+        XCTAssertFalse(received.isEmpty, "the slow fetch has begun")
+        let other = try mprobe(["cat", url, "--range", "262144-524287", "--cache-dir", cacheDir], expect: nil)
+        XCTAssertEqual(other.status, 0, other.stderr)
+        XCTAssertTrue(other.stdout == Array(versionA[262_144..<524_288]) || other.stdout == Array(versionB[262_144..<524_288]),
+                      "cat's output is one version")
+        while true {
+            let piece = first.read(atLeast: 1 << 20, timeout: 15)
+            if piece.isEmpty { break }
+            received += piece
+        }
+        let header = received.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0
+        let body = Array(received[header...])
+        XCTAssertTrue(body == Array(versionA.prefix(body.count)) || body == Array(versionB.prefix(body.count)), "the slow response is one version")
+        for read in [try HTTPClient.request("GET", server.stream(url), headers: ["Range": "bytes=0-524287"]).body,
+                     try mprobe(["cat", url, "--range", "0-524287", "--cache-dir", cacheDir, "--offline"], expect: nil).stdout] {
+            XCTAssertTrue(read == Array(versionA.prefix(read.count)) || read == Array(versionB.prefix(read.count)), "a later read mixes versions")
+        }
+    }
+
+    /// A validator that appears (or goes) between two answers says nothing about whether they are
+    /// of one version: the bytes stored under the earlier answer go.
+    func testAValidatorThatAppearsOrGoesIsAnotherVersion() throws {
+        let versionA = randomBytes(1 << 20, seed: 313), versionB = randomBytes(1 << 20, seed: 314)
+        for (name, before, after) in [("appears", FaultBehavior.serve(body: versionA, etag: nil, lastModified: nil),
+                                       FaultBehavior.serve(body: versionB, etag: "\"v1\"")),
+                                      ("goes", .serve(body: versionA, etag: "\"v0\""),
+                                       .fixed(status: 206, headers: [("Content-Range", "bytes 262144-399999/1048576")],
+                                              body: Array(versionB[262_144..<400_000])))] {
+            let origin = try FaultServer()
+            origin.route("/v.bin", .sequence([before, after, .serve(body: versionB, etag: nil, lastModified: nil)]))
+            let server = try serve(["--cache-dir", dir.file("cache-\(name)")], allowing: [origin])
+            defer { server.stop() }
+            let target = server.stream(origin.url("/v.bin"))
+            XCTAssertEqual(try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-99999"]).body, Array(versionA[0..<100_000]))
+            let crossing = try HTTPClient.request("GET", target, headers: ["Range": "bytes=200000-399999"]).body
+            XCTAssertEqual(crossing, Array(versionA[200_000..<262_144]), "\(name): the old bytes, then the response ends")
+            let whole = try HTTPClient.request("GET", target).body
+            XCTAssertTrue(whole == versionB || whole == Array(versionB.prefix(whole.count)), "\(name): a later read is the new version")
+        }
+    }
+
+    /// The proxy's ETag names the version of the body it sends, not the one the cache knew before.
+    func testTheProxysETagIsTheBodysVersion() throws {
+        let versionA = randomBytes(2 << 20, seed: 315), versionB = randomBytes(2 << 20, seed: 316)
+        let origin = try FaultServer()
+        origin.route("/v.bin", .sequence([.serve(body: versionA, etag: "\"e0\""), .serve(body: versionB, etag: "\"e1\"")]))
+        let server = try serve([], allowing: [origin])
+        defer { server.stop() }
+        let target = server.stream(origin.url("/v.bin"))
+        XCTAssertEqual(try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-9"]).headers["etag"], "\"e0\"")
+        let later = try HTTPClient.request("GET", target, headers: ["Range": "bytes=1500000-1500099"])
+        XCTAssertEqual(later.body, Array(versionB[1_500_000..<1_500_100]))
+        XCTAssertEqual(later.headers["etag"], "\"e1\"", "the ETag of the bytes sent")
+    }
+
     // MARK: Connections
 
     /// One address holding 2,000 connections (idle ones, and ones sending headers a byte a second)

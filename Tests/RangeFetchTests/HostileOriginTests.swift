@@ -159,4 +159,41 @@ final class HostileOriginTests: XCTestCase {
         let authorization = try XCTUnwrap(server.requests.first?.headers["authorization"])
         XCTAssertEqual(authorization, "Basic " + Data("alice:S3cr3tPW".utf8).base64EncodedString())
     }
+
+    /// Two different Content-Lengths (or ETags, Content-Ranges) in one answer: which the body is
+    /// of cannot be known, so it is refused.
+    func testTwoDifferentLengthsInOneAnswerAreRefused() throws {
+        let (error, _, collected) = try fetchError(.fixed(status: 200, headers: [("Content-Length", "50")], body: Array(body[0..<100]),
+                                                          contentLength: 100))
+        guard case .badResponse(_, let detail)? = error else { return XCTFail("got \(String(describing: error))") }
+        XCTAssertTrue(detail.contains("two different content-length"), detail)
+        XCTAssertTrue(collected.pieces.isEmpty)
+    }
+
+    /// An origin that answers with interim 1xx responses, forever: refused after a few, within the
+    /// header bound, not followed for as long as it likes.
+    func testEndlessInterimAnswersAreRefused() throws {
+        let (listener, port) = try LoopbackSocket.listen()
+        defer { close(listener) }
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { done.signal() }
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            var request = [UInt8](repeating: 0, count: 4096)
+            _ = request.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            let interim = Array("HTTP/1.1 100 Continue\r\nX-Pad: 1\r\n\r\n".utf8)
+            for _ in 0..<20_000 where interim.withUnsafeBytes({ LoopbackSocket.sendAll(client, $0) }) { usleep(1000) }
+        }
+        var tally = FetchCounters()
+        let started = Date()
+        XCTAssertThrowsError(try RangeFetcher(options: quickOptions(timeout: 5)).fetch(url: "http://127.0.0.1:\(port)/v", range: 0..<100,
+                                                                                        tally: &tally, onData: { _, _ in })) { error in
+            guard case .badResponse(_, let detail)? = error as? FetchError else { return XCTFail("got \(error)") }
+            XCTAssertTrue(detail.contains("interim"), detail)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        _ = done.wait(timeout: .now() + 30)
+    }
 }

@@ -122,4 +122,41 @@ final class HLSProxyTests: XCTestCase {
             XCTAssertEqual(refused.status, 502, "\(name): \(refused.text)")
         }
     }
+
+    /// A playlist's signed URLs (nginx ignores the query) stay secret in what jobs and probes
+    /// answer and store, as the job's own URL does.
+    func testSignaturesInAPlaylistNeverReachAJobsResultOrAProbe() throws {
+        let signed = try String(contentsOfFile: www.file("v0.m3u8"), encoding: .utf8)
+            .replacingOccurrences(of: ".ts\n", with: ".ts?X-Amz-Signature=SEGSECRET&token=TOKSECRET\n")
+        try Data(signed.utf8).write(to: URL(fileURLWithPath: www.file("signed.m3u8")))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let playlist = nginx.url("/signed.m3u8") + "?X-Amz-Signature=PLSECRET"
+        let id = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(playlist)", "start": 2, "seconds": 2}"#).json()["id"] as? String)
+        let job = try service.waitForJob(id)
+        XCTAssertEqual(job["state"] as? String, "done", "\(job)")
+        let answers = [try service.get("/v1/jobs/" + id).text, try service.get("/v1/jobs").text,
+                       try HTTPClient.request("GET", service.url("/v1/probe", origin: playlist)).text]
+        for answer in answers {
+            XCTAssertFalse(answer.contains("SECRET"), answer)
+        }
+        XCTAssertTrue(answers[0].contains("X-Amz-Signature=***"), answers[0])
+        let stored = try Data(contentsOf: URL(fileURLWithPath: service.dir.file("cache") + "/jobs.sqlite"))
+        XCTAssertNil(stored.firstRange(of: Data("SECRET".utf8)), "nothing of them in the job store")
+    }
+
+    /// A segment URI near the 8 KiB limit is rewritten into a line the proxy still takes.
+    func testALongSegmentURIIsRoutedIntoALineTheProxyTakes() throws {
+        let long = "v0_1.ts?" + String(repeating: "p", count: 7900)
+        try Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(long)\n#EXT-X-ENDLIST\n".utf8)
+            .write(to: URL(fileURLWithPath: www.file("long.m3u8")))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let rewritten = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/long.m3u8")))
+        XCTAssertEqual(rewritten.status, 200, rewritten.text)
+        let line = try XCTUnwrap(rewritten.text.split(separator: "\n").first { $0.hasPrefix("/v1/stream/") })
+        let segment = try HTTPClient.request("GET", service.base + String(line))
+        XCTAssertEqual(segment.status, 200, String(segment.text.prefix(300)))
+        XCTAssertEqual(segment.body, Array(try Data(contentsOf: URL(fileURLWithPath: www.file("v0_1.ts")))))
+    }
 }

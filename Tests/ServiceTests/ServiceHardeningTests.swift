@@ -121,11 +121,13 @@ final class ServiceHardeningTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         try Data("secret".utf8).write(to: URL(fileURLWithPath: outside + "/y.jpg"))
         XCTAssertEqual(symlink(outside, folder + "/2"), 0)
-        for path in ["1/x.jpg", "2/y.jpg"] {
+        XCTAssertEqual(link(outside + "/y.jpg", folder + "/1/h.jpg"), 0)
+        for path in ["1/x.jpg", "2/y.jpg", "1/h.jpg"] {
             let reply = try service.get("/v1/jobs/\(id)/files/" + path)
             XCTAssertEqual(reply.status, 404, path)
             XCTAssertFalse(reply.text.contains("root:") || reply.text.contains("secret"), path)
         }
+        XCTAssertEqual(try service.get("/v1/jobs/\(id)/files/1/manifest.json").headers["content-security-policy"], "sandbox; default-src 'none'")
         // A linked job folder too.
         let other = try XCTUnwrap(try service.postJob(body).json()["id"] as? String)
         XCTAssertEqual(try service.waitForJob(other)["state"] as? String, "done")
@@ -171,5 +173,33 @@ final class ServiceHardeningTests: XCTestCase {
         XCTAssertEqual(try service.get("/v1/cache", headers: ["Authorization": "Bearer tok-456"]).status, 200)
         XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-456")).status, 200)
         XCTAssertThrowsError(try ServiceHarness(token: String(repeating: "t", count: 70_000)))
+    }
+
+    /// A request body that never comes (or comes a byte at a time) holds its connection no longer
+    /// than the body deadline.
+    func testARequestBodyThatNeverComesIsCutOff() throws {
+        var limits = ServiceLimits()
+        limits.bodyTimeout = 2
+        let service = try ServiceHarness(limits: limits)
+        defer { service.stop() }
+        let connection = try RawHTTPConnection(port: service.service.port)
+        connection.send(Array("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{".utf8))
+        let started = Date()
+        XCTAssertTrue(connection.isClosed(within: 10))
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5, "not before the deadline")
+    }
+
+    /// What the origin says is passed on only where it is sane: a 60 KB ETag is no validator, and
+    /// the answer still comes (without it).
+    func testAnAbsurdValidatorIsNotPassedOn() throws {
+        let origin = try FaultServer()
+        let body = randomBytes(10_000, seed: 307)
+        origin.route("/v.bin", .fixed(status: 200, headers: [("ETag", "\"" + String(repeating: "e", count: 60_000) + "\"")], body: body))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.bin")))
+        XCTAssertEqual(reply.status, 200)
+        XCTAssertEqual(reply.body, body)
+        XCTAssertNil(reply.headers["etag"])
     }
 }

@@ -5,9 +5,9 @@ import Glibc
 
 /// Thin wrappers over the POSIX socket calls the test servers need. Everything binds to
 /// 127.0.0.1: test servers must never be reachable from outside the machine.
-enum LoopbackSocket {
+public enum LoopbackSocket {
     /// A listening TCP socket on 127.0.0.1; port 0 lets the kernel pick a free one.
-    static func listen(port: Int = 0, backlog: Int32 = 128) throws -> (fd: Int32, port: Int) {
+    public static func listen(port: Int = 0, backlog: Int32 = 128) throws -> (fd: Int32, port: Int) {
         // CLOEXEC: children we spawn (nginx, curl, mprobe) must not inherit our sockets.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestSupportError.system(call: "socket", errno: errno) }
@@ -65,7 +65,7 @@ enum LoopbackSocket {
 
     /// Sends all of `bytes`; false when the peer is gone. MSG_NOSIGNAL turns a write to a
     /// closed connection into EPIPE instead of a SIGPIPE that would kill the test runner.
-    static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard var base = bytes.baseAddress else { return true }
         var remaining = bytes.count
         while remaining > 0 {

@@ -87,7 +87,8 @@ struct StreamPlaylists {
         if let map = segments.first?.initSection { pieces.append((try session.open(map.uri), map.byteRange)) }
         for segment in segments { pieces.append((try session.open(segment.uri), segment.byteRange)) }
         // Made first: it fetches each part of unknown size exactly, so the check below reads what is here.
-        let span = try SpanSource(input: input, pieces: pieces)
+        // Named as shown: what is made of it (a probe of the first segment) is output.
+        let span = try SpanSource(input: session.shown(input), pieces: pieces)
         sources += span.parts.map(\.source)
         if checkingMedia {
             for part in span.parts.suffix(segments.count) { try StreamPlaylists.checkIsMedia(part.source, range: part.range) }

@@ -84,19 +84,20 @@ public struct StreamPrefetchJob: Sendable {
             for (part, source) in sources {
                 // A range past the end of its file is the playlist's fault, said as such.
                 let range = try SpanSource.bytes(of: source, range: part.range)
-                if !source.isLocal(range) { throw SourceError.notKept(input: part.uri, reason: "bytes are still missing after the prefetch") }
+                if !source.isLocal(range) { throw SourceError.notKept(input: session.shown(part.uri), reason: "bytes are still missing after the prefetch") }
                 try StreamPlaylists.checkIsMedia(source, range: part.range)
                 try source.makeDurable()
             }
             playlists.add(sources.map(\.1))
         }
         let windows = try planned.map { p in
-            StreamPrefetchResult.Window(role: p.role, playlist: p.uri, first: p.segments.last { $0.start <= start }?.start ?? 0,
+            // URLs as shown: a playlist's segments may carry its signatures.
+            StreamPrefetchResult.Window(role: p.role, playlist: session.shown(p.uri), first: p.segments.last { $0.start <= start }?.start ?? 0,
                                         end: p.segments.last.map { $0.start + $0.duration } ?? 0, segments: p.segments.count,
-                                        parts: p.parts, buffered: try StreamPrefetchJob.buffered(
+                                        parts: p.parts.map { (session.shown($0.uri), $0.range) }, buffered: try StreamPrefetchJob.buffered(
                                             selection.playlists.first { $0.uri == p.uri }!.media, session: session))
         }
-        return StreamPrefetchResult(input: input, format: playlists.format, start: start, seconds: seconds, bandwidth: selection.variant?.bandwidth,
+        return StreamPrefetchResult(input: session.shown(input), format: playlists.format, start: start, seconds: seconds, bandwidth: selection.variant?.bandwidth,
                                     width: selection.variant?.width, height: selection.variant?.height, windows: windows,
                                     fetched: playlists.counters, elapsed: Date().timeIntervalSince(started), planOnly: planOnly)
     }

@@ -121,8 +121,8 @@ public struct StreamProber: Sendable {
             master = m
         case .media(let media):
             let variant = try probed(media, chosen: variants.limit(1) == 1, playlists: &playlists)
-            return StreamProbeResult(input: input, format: playlists.format, isMaster: false, variants: [StreamProbeResult.Variant(
-                uri: input, bandwidth: nil, averageBandwidth: nil, width: nil, height: nil, codecs: nil, frameRate: nil,
+            return StreamProbeResult(input: session.shown(input), format: playlists.format, isMaster: false, variants: [StreamProbeResult.Variant(
+                uri: session.shown(input), bandwidth: nil, averageBandwidth: nil, width: nil, height: nil, codecs: nil, frameRate: nil,
                 audioGroup: nil, subtitlesGroup: nil, playlist: StreamPlaylistInfo(media), firstSegment: variant.probe, note: variant.note)],
                 renditions: [], encryption: media.encryption.sorted(), fetch: playlists.counters,
                 seconds: Date().timeIntervalSince(started))
@@ -145,7 +145,7 @@ public struct StreamProber: Sendable {
             encryption.formUnion(media.encryption)
             let first = try probed(media, chosen: chosen.contains(i), playlists: &playlists)
             variantsOut.append(StreamProbeResult.Variant(
-                uri: v.uri, bandwidth: v.bandwidth, averageBandwidth: v.averageBandwidth, width: v.width, height: v.height,
+                uri: session.shown(v.uri), bandwidth: v.bandwidth, averageBandwidth: v.averageBandwidth, width: v.width, height: v.height,
                 codecs: v.codecs, frameRate: v.frameRate, audioGroup: v.audio, subtitlesGroup: v.subtitles,
                 playlist: StreamPlaylistInfo(media), firstSegment: first.probe, note: first.note))
         }
@@ -164,10 +164,10 @@ public struct StreamProber: Sendable {
                 probe = try probed(media, chosen: groups.contains(r.groupID) && leads == i, playlists: &playlists).probe
             }
             renditionsOut.append(StreamProbeResult.Rendition(type: r.type, groupID: r.groupID, name: r.name, language: r.language,
-                                                            isDefault: r.isDefault, channels: r.channels, uri: r.uri,
+                                                            isDefault: r.isDefault, channels: r.channels, uri: r.uri.map(session.shown),
                                                             playlist: info, firstSegment: probe))
         }
-        return StreamProbeResult(input: input, format: playlists.format, isMaster: true, variants: variantsOut, renditions: renditionsOut,
+        return StreamProbeResult(input: session.shown(input), format: playlists.format, isMaster: true, variants: variantsOut, renditions: renditionsOut,
                                  encryption: encryption.sorted(), fetch: playlists.counters, seconds: Date().timeIntervalSince(started))
     }
 

@@ -135,7 +135,7 @@ extension Thumbnailer {
         }
         notes = notes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } // said once, not per segment
         try sheets?.finish()
-        var set = ThumbnailSet(input: input, duration: duration, thumbnails: times.indices.compactMap { made[$0] },
+        var set = ThumbnailSet(input: session.shown(input), duration: duration, thumbnails: times.indices.compactMap { made[$0] },
                                sprites: sheets?.sheets ?? [], notes: notes, floorBytes: floor, fetch: playlists.counters)
         set.storyboards = options.storyboards
         return set

@@ -4,6 +4,7 @@ import MediaKit
 import MediaSource
 import RangeFetch
 import Reports
+import URLSupport
 
 /// An error as the API answers it: a status and `{"error": {"code", "message"}}`.
 struct APIError: Error {
@@ -35,8 +36,15 @@ struct APIError: Error {
     static func forbidden(_ message: String) -> APIError { APIError(status: 403, code: "forbidden", message: message) }
     static func unavailable(_ message: String) -> APIError { APIError(status: 503, code: "unavailable", message: message) }
 
+    /// What a library error means for a client of the API, with every URL in its message shown
+    /// by `rules` (a message may be built from a URL no one showed first: a playlist's segment).
+    init(_ error: Error, rules: URLRules) {
+        let mapped = APIError(error)
+        self.init(status: mapped.status, code: mapped.code, message: rules.scrubbed(mapped.message))
+    }
+
     /// What a library error means for a client of the API: every type mapped on purpose.
-    init(_ error: Error) {
+    private init(_ error: Error) {
         switch error {
         case let e as APIError:
             self = e

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 
-/// The server's open connections, so that no client can take all of them: a client address
-/// holds at most `perClient` at once, all clients `total`, and a connection waiting for a
-/// request's headers gets `headerTimeout` seconds (a slowloris client trickling them a byte at a
-/// time resets any idle timeout, but not this one). A connection past a limit is answered 429 or
-/// 503 at once and closed, not left hanging.
+/// The server's open connections, so that no client can take all of them: a client address (an
+/// IPv6 client's /64, which one host is given whole) holds at most `perClient` at once, all
+/// clients `total`; a connection waiting for a request's headers gets `headerTimeout` seconds,
+/// and one whose request body is on its way `bodyTimeout` (a client trickling them a byte at a
+/// time resets any idle timeout, but not these). A connection past a limit is answered 429 or 503
+/// at once and closed, not left hanging.
 ///
 /// libmicrohttpd owns the sockets; this table only sees their descriptors between the
 /// connection's "started" and "closed" notifications, and shuts one down (never closes it) under
@@ -15,13 +16,17 @@ final class ConnectionTable: Sendable {
         var total: Int
         var perClient: Int
         var headerTimeout: Double
+        var bodyTimeout: Double
     }
 
     private struct Entry {
         let fd: Int32
         let client: String
-        /// Since when it waits for a request's headers (opened, or its last response ended); nil while a request runs.
+        /// Since when it waits for a request's headers (opened, or its last response ended), or
+        /// for its body; nil while a request is answered.
         var waitingSince: Double?
+        /// What it waits for: a body (`bodyTimeout`) rather than headers.
+        var waitingForBody = false
         /// Answered 429/503 when it opened: its request, if one comes, is not served.
         var refused: Bool
     }
@@ -56,7 +61,8 @@ final class ConnectionTable: Sendable {
 
     /// A connection opened on `fd` from `client` (numeric address). Past a limit it is answered
     /// at once, and marked so its request is not served.
-    func opened(_ connection: UInt, fd: Int32, client: String) {
+    func opened(_ connection: UInt, fd: Int32, client address: String) {
+        let client = ConnectionTable.clientKey(address)
         let refusal: (status: Int, message: String)? = state.withLock { s in
             let count = s.perClient[client, default: 0]
             var refusal: (Int, String)?
@@ -86,17 +92,38 @@ final class ConnectionTable: Sendable {
         }
     }
 
-    /// A request's headers have arrived: its deadline is met. False for a refused connection.
+    /// A request's headers have arrived: its body (if any) is awaited now. False for a refused connection.
     func requestArrived(_ connection: UInt) -> Bool {
         state.withLock { s in
-            s.entries[connection]?.waitingSince = nil
+            s.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime
+            s.entries[connection]?.waitingForBody = true
             return s.entries[connection].map { !$0.refused } ?? true
         }
     }
 
+    /// The whole request is here: it is being answered, with no deadline (a response may stream for hours).
+    func requestReceived(_ connection: UInt) {
+        state.withLock { $0.entries[connection]?.waitingSince = nil }
+    }
+
     /// A response ended and the connection stays open: the next request's headers are awaited.
     func requestEnded(_ connection: UInt) {
-        state.withLock { $0.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime }
+        state.withLock { s in
+            s.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime
+            s.entries[connection]?.waitingForBody = false
+        }
+    }
+
+    /// The address limits count by: the address itself, or an IPv6 address's /64 (an
+    /// IPv4-mapped one is its IPv4 address).
+    static func clientKey(_ address: String) -> String {
+        var bytes = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        let octets = withUnsafeBytes(of: bytes) { Array($0) }
+        if octets[0..<10].allSatisfy({ $0 == 0 }) && octets[10] == 0xFF && octets[11] == 0xFF {
+            return octets[12..<16].map(String.init).joined(separator: ".")
+        }
+        return octets[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
     }
 
     /// Every quarter second: a connection past its header deadline is shut down, which ends it
@@ -108,7 +135,8 @@ final class ConnectionTable: Sendable {
             let stopped = state.withLock { s -> Bool in
                 let now = ProcessInfo.processInfo.systemUptime
                 for (key, entry) in s.entries {
-                    guard let since = entry.waitingSince, now - since > limits.headerTimeout else { continue }
+                    guard let since = entry.waitingSince,
+                          now - since > (entry.waitingForBody ? limits.bodyTimeout : limits.headerTimeout) else { continue }
                     _ = shutdown(entry.fd, Int32(SHUT_RDWR))
                     s.entries[key]?.waitingSince = nil
                 }

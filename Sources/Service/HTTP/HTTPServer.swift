@@ -18,6 +18,8 @@ public final class HTTPServer: Sendable {
         public var maxConnectionsPerClient = 64
         /// Seconds a connection may take to send a request's headers, or to start its next request.
         public var headerTimeout: Double = 10
+        /// Seconds a request's body may take to arrive (1 MiB at most).
+        public var bodyTimeout: Double = 30
         /// Seconds a connection may sit idle before it is closed (while a request's body or response is on its way).
         public var idleTimeout = 60
 
@@ -50,7 +52,8 @@ public final class HTTPServer: Sendable {
                 completed: @escaping @Sendable (Completed) -> Void = { _ in }) throws {
         let address = try SocketAddress(host: host, port: port)
         let connections = ConnectionTable(limits: ConnectionTable.Limits(
-            total: limits.maxConnections, perClient: limits.maxConnectionsPerClient, headerTimeout: limits.headerTimeout))
+            total: limits.maxConnections, perClient: limits.maxConnectionsPerClient, headerTimeout: limits.headerTimeout,
+            bodyTimeout: limits.bodyTimeout))
         let core = ServerCore(handler: handler, completed: completed, maxBody: limits.maxBody, connections: connections)
         let opaque = Unmanaged.passUnretained(core).toOpaque()
         // poll(), not select(): descriptors past 1024 are normal in a process holding thousands.
@@ -188,6 +191,7 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
         return .YES
     }
     // The whole request is here: answer it on this connection's thread.
+    core.connections.requestReceived(UInt(bitPattern: connection))
     context.query = connectionValues(connection, mp_mhd_argument_kind(), lowercased: false)
     // Asked while the handler or the response's body waits on an origin. The socket stays this
     // connection's until the response ends, and a closed one reads as gone.

@@ -3,7 +3,8 @@ import Foundation
 /// Reading a job's files (`<root>/<job id>/<n>/<name>`) for `/v1/jobs/{id}/files/...` without
 /// following a symbolic link anywhere on the way: a link planted in the folder (to `/etc/passwd`,
 /// or a linked folder) is refused as if the file did not exist, never served. Each component is
-/// opened relative to the one before with `O_NOFOLLOW`, and the file must be a regular file.
+/// opened relative to the one before with `O_NOFOLLOW`, and the file must be a regular file with
+/// one name (no hard link), as the cache's data files are.
 enum JobFiles {
     /// The largest file served (sprite sheets are a few MB).
     static let maxBytes = 64 << 20
@@ -25,7 +26,8 @@ enum JobFiles {
         guard opened >= 0 else { return nil }
         defer { close(opened) }
         var info = stat()
-        guard fstat(opened, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= maxBytes else { return nil }
+        // One name only: a hard link made in the folder to a file elsewhere is not served either.
+        guard fstat(opened, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size <= maxBytes else { return nil }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var done = 0
         while done < bytes.count {

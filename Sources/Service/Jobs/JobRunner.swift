@@ -126,7 +126,7 @@ final class JobRunner: Sendable {
                 outcome = (.done, result.text, nil, nil)
             }
         } catch {
-            let failure = APIError(error)
+            let failure = APIError(error, rules: session.fetcher.options.urlRules)
             outcome = (.failed, nil, failure.code, failure.message)
         }
         if token.isCancelled {
@@ -190,7 +190,7 @@ final class JobRunner: Sendable {
                     items.append(.object(members))
                 }
             } catch {
-                let failure = APIError(error)
+                let failure = APIError(error, rules: session.fetcher.options.urlRules)
                 failures.append(failure)
                 items.append(.object([("url", .string(session.fetcher.options.urlRules.shown(url))), ("ok", .bool(false)),
                                       ("error", APIError.json(code: failure.code, message: failure.message))]))

@@ -26,6 +26,11 @@ extension Service {
         guard size <= HLSRewriter.maximumSize else {
             throw APIError(status: 502, code: "origin_error", message: "\(source.input) is \(size) bytes, more than a playlist is")
         }
+        guard playlists.add(1, ordering: .relaxed).newValue <= config.limits.maxConcurrentPlaylists else {
+            playlists.subtract(1, ordering: .relaxed)
+            throw APIError.unavailable("\(config.limits.maxConcurrentPlaylists) playlists are being rewritten already; try again shortly")
+        }
+        defer { playlists.subtract(1, ordering: .relaxed) }
         var text = String(decoding: try Service.read(source, count: Int(size)), as: UTF8.self)
         var base = source.location
         let dash = kind == StreamingManifest.dash
@@ -33,8 +38,10 @@ extension Service {
         if live { (text, base) = try freshPlaylist(url, token: token) }
         let accessToken = request.query["token"]
         let route = { (absolute: String) -> String in
-            // Named as the origin's file: players (ffmpeg's hls demuxer) judge a segment by its extension.
-            let name = URL(string: absolute)?.lastPathComponent ?? absolute.split(separator: "?")[0].split(separator: "/").last.map(String.init) ?? ""
+            // Named as the origin's file: players (ffmpeg's hls demuxer) judge a segment by its
+            // extension. Its last 64 characters at most: the URL is in the query already.
+            let file = URL(string: absolute)?.lastPathComponent ?? absolute.split(separator: "?")[0].split(separator: "/").last.map(String.init) ?? ""
+            let name = String(file.suffix(64))
             var routed = "/v1/stream/" + Service.queryValue(name.isEmpty || name == "/" ? "resource" : name)
                 + "?url=" + Service.queryValue(absolute)
             if let accessToken { routed += "&token=" + Service.queryValue(accessToken) }

@@ -26,12 +26,14 @@ extension Service {
         guard let source = try session.open(url, cancellation: token) as? RemoteSource else {
             throw APIError.forbidden("only http and https origins may be streamed")
         }
-        // The first byte the player wants also tells the size (and pins the version).
-        let size = try sizeLearningAt(RangeHeader.firstByte(request.headers["range"]), source: source)
+        // The first byte the player wants tells the size, and pins the version the headers name.
+        let size = try sizeAndFirstByte(request.headers["range"], source: source)
         if let kind = try manifestKind(request, url: url, source: source, size: size) {
             return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
         }
-        let validators = source.validators
+        // What the body will be of: its first byte's version (a changed origin makes the body end
+        // short, never carry bytes of another version than these headers name).
+        let validators = source.version ?? source.validators
         // The proxy shares its origin with the dashboard (which keeps the token in the page):
         // an origin's HTML or script must never run here. Only media types pass; the rest is
         // served as bytes, unsniffed and sandboxed.
@@ -82,14 +84,27 @@ extension Service {
         return isMedia ? media.description : "application/octet-stream"
     }
 
-    /// The size: known already, or learnt by reading the byte at `offset` (0 when the request does
-    /// not say), so that the request's own first bytes are what the first fetch brings.
-    private func sizeLearningAt(_ offset: Int64?, source: RemoteSource) throws -> Int64 {
-        if let known = source.knownSize { return known }
-        var byte: UInt8 = 0
-        _ = try withUnsafeMutableBytes(of: &byte) { try source.read(into: $0, at: offset ?? 0) }
+    /// The size, after reading the first byte the `Range` header asks for (byte 0 without one, or
+    /// when the size is unknown and the header counts from the end): so that the request's own
+    /// first bytes are what the first fetch brings, and the version of that byte is pinned.
+    private func sizeAndFirstByte(_ range: String?, source: RemoteSource) throws -> Int64 {
+        var first = RangeHeader.firstByte(range) ?? 0
+        if let known = source.knownSize {
+            switch RangeHeader(range, size: known) {
+            case .part(let part): first = part.lowerBound
+            case .whole: first = 0
+            case .unsatisfiable: return known // a 416: no body to pin a version for
+            }
+            if known == 0 { return 0 }
+        }
+        try readByte(at: first, of: source)
         if let size = try source.size() { return size }
         throw APIError(status: 502, code: "origin_error", message: "\(source.input) did not say how long it is")
+    }
+
+    private func readByte(at offset: Int64, of source: RemoteSource) throws {
+        var byte: UInt8 = 0
+        _ = try withUnsafeMutableBytes(of: &byte) { try source.read(into: $0, at: offset) }
     }
 
     fileprivate func streamEnded(_ stream: ProxyStream) {

@@ -144,10 +144,7 @@ enum ServeCommand: OptionCommand {
 
     /// A host pattern as an option gives it: `example.com`, `*.example.com`, either with `:PORT`.
     static func hostPattern(_ text: String, option: String) throws -> String {
-        let parts = (text.hasPrefix("*.") ? String(text.dropFirst(2)) : text).split(separator: ":", omittingEmptySubsequences: false)
-        let nameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-        guard (1...2).contains(parts.count), !parts[0].isEmpty, parts[0].allSatisfy(nameCharacters.contains),
-              parts.count == 1 || UInt16(parts[1]).map({ $0 > 0 }) == true else {
+        guard ConfigFile.isHostPattern(text) else {
             throw UsageError("\(option) needs a host such as media.example.com, *.example.com or example.com:8443, got '\(text)'")
         }
         return text.lowercased()
