@@ -55,6 +55,16 @@ public final class MediaSession: Sendable {
         MediaSession(sharing: self, cancellation: cancellation)
     }
 
+    /// Lets go of the resources of `url`'s cache entry that this session keeps open (warm, or
+    /// shared while readers use them): the entry was removed from the cache, and a reader that
+    /// comes next must not be served its old bytes from memory, but find it gone. Readers already
+    /// reading keep what they read.
+    public func forget(_ url: String) {
+        let rules = fetcher.options.urlRules
+        let key = rules.key(url)
+        remotes.forget { rules.key($0) == key }
+    }
+
     /// `url` as output, errors and stored records show it (`URLRules.shown`: no userinfo, no
     /// signatures): what a job's result says of the URLs it derived (a playlist's segments).
     public func shown(_ url: String) -> String { fetcher.options.urlRules.shown(url) }
@@ -148,6 +158,14 @@ private final class ResourceRegistry: Sendable {
     private let keepWarm: Int
 
     init(keepWarm: Int) { self.keepWarm = max(0, keepWarm) }
+
+    /// Forgets the resources whose URL `matches`: the next open of one makes a new one.
+    func forget(_ matches: (String) -> Bool) {
+        state.withLock { s in
+            s.resources = s.resources.filter { !matches($0.key) }
+            s.warm.removeAll { matches($0.url) }
+        }
+    }
 
     func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {
         try state.withLock { s in

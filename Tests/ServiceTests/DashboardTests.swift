@@ -201,6 +201,10 @@ final class DashboardTests: XCTestCase {
         try page.click("#job-list li[data-id='\(job.id)'] a[href^='#thumbnails/']")
         try page.wait(for: "document.querySelectorAll('#tiles .tile-button').length === 8")
 
+        // Showing the storyboard (an address any page can send the browser to) loads no media:
+        // only playing does.
+        XCTAssertFalse(page.requestedURLs.contains { $0.contains("/v1/stream") }, "\(page.requestedURLs)")
+
         // The cues as a player reads them from the job's WebVTT.
         let vtt = try service.get("/v1/jobs/\(job.id)/files/1/thumbs.vtt", headers: auth).text
         let cues = DashboardTests.cues(vtt)

@@ -202,4 +202,23 @@ final class ServiceHardeningTests: XCTestCase {
         XCTAssertEqual(reply.body, body)
         XCTAssertNil(reply.headers["etag"])
     }
+
+    /// A resource removed from the cache is not served on from the proxy's open entry: the next
+    /// request goes to the origin.
+    func testARemovedResourceIsFetchedAgainNotServedFromMemory() throws {
+        let origin = try FaultServer()
+        let body = randomBytes(300_000, seed: 308)
+        origin.route("/v.bin", .serve(body: body))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let target = service.url("/v1/stream", origin: origin.url("/v.bin"))
+        XCTAssertEqual(try HTTPClient.request("GET", target).body, body)
+        let before = origin.requests.count
+        XCTAssertEqual(try HTTPClient.request("GET", target).body, body)
+        XCTAssertEqual(origin.requests.count, before, "served from the cache")
+        let removed = try HTTPClient.request("DELETE", service.url("/v1/cache", origin: origin.url("/v.bin")))
+        XCTAssertEqual(try removed.json()["removed"] as? Bool, true)
+        XCTAssertEqual(try HTTPClient.request("GET", target).body, body)
+        XCTAssertGreaterThan(origin.requests.count, before, "fetched again after the removal")
+    }
 }

@@ -63,6 +63,7 @@ extension Service {
     func removeFromCache(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
         let removed = try cache.remove(url: url)
+        session.forget(url) // the proxy's open entry must not go on serving the bytes just removed
         return json(.object([("url", .string(cache.urlRules.shown(url))), ("removed", .bool(removed))]))
     }
 

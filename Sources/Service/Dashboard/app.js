@@ -552,6 +552,8 @@ async function showThumbnails([id, n]) {
   if (!cues.length) throw new Error('the storyboard of job ' + id + ' has no cues');
   state.storyboard = { key, cues, duration: cues[cues.length - 1].end, previewIndex: 0 };
   $('storyboard-url').textContent = item.url;
+  // Loaded when played (preload="none"): an address alone — a page can send the browser to any
+  // #thumbnails/... — never makes the service fetch.
   $('player').src = streamURL(item.url);
   const timeline = $('timeline');
   timeline.setAttribute('aria-valuemax', state.storyboard.duration.toFixed(2));
