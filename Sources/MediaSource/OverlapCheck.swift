@@ -6,7 +6,8 @@ import ByteCache
 /// bytes on either side that are stored already, and compares them with what arrives: the size
 /// and those bytes together are the validator. The bytes before the gap come first in the body,
 /// so a difference there is found before any new byte is stored; the bytes after it come last,
-/// so readers wait at the gap's end (`RunningFetch.barrier`) until they have been compared. A
+/// so readers wait at the gap's end (`RunningFetch.barrier`) until they have been compared, and the
+/// gap's last bytes are stored only then (`HeldTail`). A
 /// difference drops every stored byte (`RangeStore.dropVersion`): readers that used the old ones
 /// see another generation and fail with `SourceError.versionChanged`, as for a changed ETag.
 ///
@@ -63,6 +64,31 @@ struct OverlapCheck {
         if start < used.upperBound { compare.append(start..<used.upperBound) }
         return (compare, missing.map { $0.clamped(to: 0..<core.upperBound) }.filter { !$0.isEmpty })
     }
+}
+
+/// The last `OverlapCheck.overlap` bytes of a gap that has stored bytes after it, kept in memory
+/// until those stored bytes have been compared with the ones the transfer brings after the gap.
+/// Stored at once, they would lie against bytes nothing compared them with whenever the transfer
+/// ends before its last bytes (the reader left while the origin stalled, the origin failed): the
+/// gap left instead is fetched later with overlaps on both sides.
+struct HeldTail {
+    let range: Range<Int64>
+    private(set) var bytes: [UInt8]
+    private var filled = ByteRangeSet()
+
+    init?(_ check: OverlapCheck) {
+        guard check.request.upperBound > check.core.upperBound else { return nil }
+        range = max(check.core.lowerBound, check.core.upperBound - OverlapCheck.overlap)..<check.core.upperBound
+        bytes = [UInt8](repeating: 0, count: range.count)
+    }
+
+    /// Keeps `slice`, the bytes at `offset` (within `range`).
+    mutating func hold(_ slice: UnsafeRawBufferPointer, at offset: Int64) {
+        bytes.withUnsafeMutableBytes { ($0.baseAddress! + Int(offset - range.lowerBound)).copyMemory(from: slice.baseAddress!, byteCount: slice.count) }
+        filled.insert(offset..<offset + Int64(slice.count))
+    }
+
+    var isComplete: Bool { filled.coveredLength(from: range.lowerBound) >= Int64(range.count) }
 }
 
 /// Bytes that arrived for an overlap differ from the stored ones: the origin changed.

@@ -168,6 +168,7 @@ final class RemoteResource: @unchecked Sendable {
         committer.setEventHandler { try? committed.commit() }
         committer.resume()
         defer { committer.cancel() }
+        var held = check.flatMap(HeldTail.init)
         var counters = FetchCounters()
         var stored: Int64 = 0 // counted live, for progress
         var responses: Int64 = 0 // counted as they arrive
@@ -187,7 +188,7 @@ final class RemoteResource: @unchecked Sendable {
                                            },
                                            onData: { offset, bytes in
                                                if let check {
-                                                   try self.checkAndStore(bytes, at: offset, check: check, fetch: fetch,
+                                                   try self.checkAndStore(bytes, at: offset, check: check, held: &held, fetch: fetch,
                                                                           into: target, tally: tally, stored: &stored,
                                                                           deliveredEnd: &deliveredEnd)
                                                    return
@@ -241,18 +242,27 @@ final class RemoteResource: @unchecked Sendable {
     /// to these that neither compared. A holder in the way is waited for, then it is tried again.
     private func claimMissing(_ fetch: RunningFetch) throws -> (FetchClaim, Range<Int64>)? {
         let first = fetch.range.lowerBound
+        // A holder that stores nothing of what this fetch waits for, and neither lets go nor dies
+        // (a stopped process), is waited for this long: as long as a stalled origin would be, twice.
+        // Once the holder has stored the first byte (it commits every second), the wait is over.
+        let patience = 2 * fetcher.options.timeout
+        let wait = ClaimWait(deadline: Date().addingTimeInterval(patience))
+        let givesUp = { [store = self.store] in
+            fetch.cancellation.isCancelled || wait.isOver { (try? store.refresh()).map { store.available.coveredLength(from: first) > 0 } ?? false }
+        }
         while true {
             let store = self.store
             let margin = OverlapCheck.margin(for: store.validators)
             let wanted = max(0, first - margin)..<fetch.range.upperBound + margin
-            let claimed = try store.claimFetch(wanted, isCancelled: { fetch.cancellation.isCancelled })
+            let claimed = try waiting(wait, patience) { try store.claimFetch(wanted, isCancelled: givesUp) }
             // Where another holder's claim begins, its margin does: this fetch ends before its own.
             let end = claimed.map { min(fetch.range.upperBound, $0.range.upperBound - ($0.range.upperBound < wanted.upperBound ? margin : 0)) }
             if let claimed, let end, end <= first {
                 // The other holder is within a margin of the first byte: wait for it.
                 claimed.release()
-                try store.claimFetch(claimed.range.upperBound..<claimed.range.upperBound + 1,
-                                     isCancelled: { fetch.cancellation.isCancelled })?.release()
+                try waiting(wait, patience) {
+                    try store.claimFetch(claimed.range.upperBound..<claimed.range.upperBound + 1, isCancelled: givesUp)
+                }?.release()
             }
             // Claimed just after another holder let the same bytes go (or waited for one): they may
             // be stored now (four processes reading one file fetched 16 MiB of it twice).
@@ -263,6 +273,19 @@ final class RemoteResource: @unchecked Sendable {
             }
             guard let claimed, let end, end > first else { continue } // the holder failed: claim again
             return (claimed, store.available.gaps(in: first..<end).first ?? first..<end)
+        }
+    }
+
+    /// `claim`, a wait for another holder's claim: over when the holder stored the byte waited for
+    /// (nil: look again), and a clear error past the deadline, not a hang.
+    private func waiting(_ wait: ClaimWait, _ patience: Double, _ claim: () throws -> FetchClaim?) throws -> FetchClaim? {
+        do {
+            return try claim()
+        } catch is CancellationError where wait.stored {
+            return nil
+        } catch is CancellationError where wait.expired {
+            throw FetchError.other(url: shown, detail: "another process sharing the cache has claimed these bytes "
+                                   + "and stored nothing of them for \(Int(patience)) s (is it stopped?)")
         }
     }
 
@@ -320,31 +343,52 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     /// A piece of a transfer of a resource without validators (`OverlapCheck`): its stored parts
-    /// compared (a difference is `OverlapMismatch`), its missing ones stored. Once the bytes after
-    /// the gap have been compared, readers may read on past it.
-    private func checkAndStore(_ bytes: UnsafeRawBufferPointer, at offset: Int64, check: OverlapCheck, fetch: RunningFetch,
-                               into target: (any RangeStore, StoreGeneration), tally: ReaderTally,
+    /// compared (a difference is `OverlapMismatch`), its missing ones stored — the gap's last bytes
+    /// (`held`) only once the bytes after the gap have been compared; then readers may read on.
+    private func checkAndStore(_ bytes: UnsafeRawBufferPointer, at offset: Int64, check: OverlapCheck, held: inout HeldTail?,
+                               fetch: RunningFetch, into target: (any RangeStore, StoreGeneration), tally: ReaderTally,
                                stored: inout Int64, deliveredEnd: inout Int64) throws {
         let piece = offset..<offset + Int64(bytes.count)
         let (compare, keep) = check.parts(of: piece, available: target.0.available)
         for part in compare where !(try RemoteResource.matches(bytes, at: offset, part: part, in: target.0)) {
             throw OverlapMismatch(offset: part.lowerBound)
         }
+        func slice(_ part: Range<Int64>) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: bytes[Int(part.lowerBound - offset)..<Int(part.upperBound - offset)])
+        }
         for part in keep {
-            let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(part.lowerBound - offset)..<Int(part.upperBound - offset)])
-            tally.stored(part)
-            guard try store(slice, at: part.lowerBound, into: target) else {
-                tally.refused(part)
-                throw StaleTransfer()
+            if let tail = held?.range, part.upperBound > tail.lowerBound {
+                let kept = part.clamped(to: tail)
+                held?.hold(slice(kept), at: kept.lowerBound)
+                let before = part.lowerBound..<max(part.lowerBound, tail.lowerBound)
+                if !before.isEmpty { try storeChecked(slice(before), at: before, into: target, tally: tally, stored: &stored) }
+            } else {
+                try storeChecked(slice(part), at: part, into: target, tally: tally, stored: &stored)
             }
-            stored += Int64(part.count)
         }
         fetch.arrived(bytes.count)
         deliveredEnd = max(deliveredEnd, piece.upperBound)
         if piece.upperBound >= check.request.upperBound {
+            // Compared to the end: the gap's last bytes lie against bytes of their own version.
+            if let tail = held, tail.isComplete {
+                try tail.bytes.withUnsafeBytes { try storeChecked($0, at: tail.range, into: target, tally: tally, stored: &stored) }
+                held = nil
+            }
             fetch.setBarrier(nil)
             condition.withLock { condition.broadcast() }
         }
+    }
+
+    /// Stores `bytes` at `range` through `store(_:at:into:)`, counting them; a refusal (another
+    /// version meanwhile) ends the transfer.
+    private func storeChecked(_ bytes: UnsafeRawBufferPointer, at range: Range<Int64>, into target: (any RangeStore, StoreGeneration),
+                              tally: ReaderTally, stored: inout Int64) throws {
+        tally.stored(range)
+        guard try store(bytes, at: range.lowerBound, into: target) else {
+            tally.refused(range)
+            throw StaleTransfer()
+        }
+        stored += Int64(range.count)
     }
 
     /// Whether `part` of a piece at `offset` equals the bytes `store` holds there (true when it
@@ -421,3 +465,27 @@ final class RemoteResource: @unchecked Sendable {
         }
     }
 }
+
+/// A wait for another holder's claim (`RemoteResource.claimMissing`): looked at about once a second,
+/// whether the awaited byte has been stored meanwhile, and whether the deadline has passed.
+private final class ClaimWait: @unchecked Sendable {
+    // Touched only by the waiting thread.
+    private let deadline: Date
+    private var lastLook = Date()
+    private(set) var stored = false
+    private(set) var expired = false
+
+    init(deadline: Date) { self.deadline = deadline }
+
+    /// True once the wait should end: `isStored` (asked at most once a second) said so, or time is up.
+    func isOver(_ isStored: () -> Bool) -> Bool {
+        let now = Date()
+        if now.timeIntervalSince(lastLook) >= 1 {
+            lastLook = now
+            stored = isStored()
+        }
+        expired = now > deadline
+        return stored || expired
+    }
+}
+

@@ -250,6 +250,62 @@ final class ServeTrustTests: CLITestCase {
         XCTAssertEqual(later.headers["etag"], "\"e1\"", "the ETag of the bytes sent")
     }
 
+    /// A gap fetched with its overlaps whose transfer ends before the bytes after the gap came
+    /// (the origin dropped it, then failed the retries): the gap's last bytes are not stored next
+    /// to bytes nothing compared them with, so no later read joins the two versions there.
+    func testAGapWhoseTransferEndsEarlyLeavesNoUncomparedSeam() throws {
+        let size = 1 << 20
+        let versionA = randomBytes(size, seed: 317)
+        let versionB = Array(versionA[0..<300_000]) + randomBytes(size - 300_000, seed: 318)
+        let origin = try FaultServer()
+        origin.route("/v.bin", .serve(body: versionA, etag: nil, lastModified: nil))
+        let server = try serve(["--timeout", "3"], allowing: [origin])
+        defer { server.stop() }
+        let target = server.stream(origin.url("/v.bin"))
+        for range in ["bytes=0-262143", "bytes=524288-786431"] {
+            XCTAssertEqual(try HTTPClient.request("GET", target, headers: ["Range": range]).status, 206)
+        }
+        // The gap's request (4 KiB either side) breaks just before its last 4 KiB; retries fail.
+        origin.route("/v.bin", .sequence([.dropAfter(bytes: 4096 + 262_144, then: .serve(body: versionB, etag: nil, lastModified: nil)),
+                                          .status(503)]))
+        let gap = try HTTPClient.request("GET", target, headers: ["Range": "bytes=262144-524287"]).body
+        XCTAssertTrue(gap == Array(versionB[262_144..<262_144 + gap.count]), "the gap's response is the new version")
+        XCTAssertLessThan(gap.count, 262_144, "it ends short: the last bytes were never compared")
+        origin.route("/v.bin", .serve(body: versionB, etag: nil, lastModified: nil))
+        var whole: [UInt8] = []
+        for _ in 0..<3 where whole.count < size {
+            whole = try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-786431"]).body
+            XCTAssertTrue(whole == Array(versionA.prefix(whole.count)) || whole == Array(versionB.prefix(whole.count)), "a later read mixes versions")
+        }
+        XCTAssertEqual(whole, Array(versionB[0..<786_432]))
+    }
+
+    /// A process that claimed bytes and was then stopped (Ctrl-Z) neither fetches nor lets go: a
+    /// proxy request for them ends with an error after twice the timeout, it does not wait forever.
+    func testAStoppedProcessHoldingAClaimHangsNoRequest() throws {
+        let origin = try FaultServer()
+        origin.route("/v.bin", .sequence([.delay(seconds: 120, then: .serve(body: randomBytes(1 << 20, seed: 319))),
+                                          .serve(body: randomBytes(1 << 20, seed: 319))]))
+        let server = try serve(["--timeout", "2"], allowing: [origin])
+        defer { server.stop() }
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: try mprobeBinary())
+        holder.arguments = ["cat", origin.url("/v.bin"), "--cache-dir", cacheDir, "--timeout", "300"]
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = FileHandle.nullDevice
+        try holder.run()
+        defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        let deadline = Date().addingTimeInterval(10)
+        while origin.requests.isEmpty && Date() < deadline { usleep(20_000) }
+        XCTAssertFalse(origin.requests.isEmpty, "the holder's request is out")
+        kill(holder.processIdentifier, SIGSTOP)
+        let started = Date()
+        let reply = try HTTPClient.request("GET", server.stream(origin.url("/v.bin")), headers: ["Range": "bytes=0-99"], timeout: 30)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 12, "answered, not left waiting")
+        XCTAssertEqual(reply.status, 502, reply.text)
+        XCTAssertTrue(reply.text.contains("is it stopped?"), reply.text)
+    }
+
     // MARK: Connections
 
     /// One address holding 2,000 connections (idle ones, and ones sending headers a byte a second)
