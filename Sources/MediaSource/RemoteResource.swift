@@ -163,9 +163,11 @@ final class RemoteResource: @unchecked Sendable {
         // What arrives is recorded at least every second, however slowly it comes: a crash of the
         // process loses little (the store also commits every few MiB).
         let committer = DispatchSource.makeTimerSource(queue: .global())
+        // Weakly: the source may keep its handler a while after it is cancelled, and a store kept
+        // alive past the process's end would leave its index unclosed (SQLite checkpoints on close).
         let committed = store
         committer.schedule(deadline: .now() + RemoteResource.commitInterval, repeating: RemoteResource.commitInterval)
-        committer.setEventHandler { try? committed.commit() }
+        committer.setEventHandler { [weak committed] in try? committed?.commit() }
         committer.resume()
         defer { committer.cancel() }
         var held = check.flatMap(HeldTail.init)
