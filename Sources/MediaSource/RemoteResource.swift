@@ -259,8 +259,10 @@ final class RemoteResource: @unchecked Sendable {
             let claimed = try waiting(wait, patience) { try store.claimFetch(wanted, isCancelled: givesUp) }
             // Where another holder's claim begins, its margin does: this fetch ends before its own.
             let end = claimed.map { min(fetch.range.upperBound, $0.range.upperBound - ($0.range.upperBound < wanted.upperBound ? margin : 0)) }
-            if let claimed, let end, end <= first {
-                // The other holder is within a margin of the first byte: wait for it.
+            // The other holder is within a margin of the first byte — or it cut only the last few
+            // KiB of this fetch, most likely its own margin: wait for it rather than leave them
+            // to a request of their own.
+            if let claimed, let end, end <= first || (end < fetch.range.upperBound && fetch.range.upperBound - end <= OverlapCheck.overlap) {
                 claimed.release()
                 try waiting(wait, patience) {
                     try store.claimFetch(claimed.range.upperBound..<claimed.range.upperBound + 1, isCancelled: givesUp)
@@ -273,7 +275,8 @@ final class RemoteResource: @unchecked Sendable {
                 claimed?.release()
                 return nil
             }
-            guard let claimed, let end, end > first else { continue } // the holder failed: claim again
+            guard let claimed, let end, end > first, end == fetch.range.upperBound || fetch.range.upperBound - end > OverlapCheck.overlap
+            else { continue } // waited for a holder (which may have failed): claim again
             return (claimed, store.available.gaps(in: first..<end).first ?? first..<end)
         }
     }
