@@ -7,9 +7,9 @@ import ByteCache
 /// and those bytes together are the validator. The bytes before the gap come first in the body,
 /// so a difference there is found before any new byte is stored; the bytes after it come last,
 /// so readers wait at the gap's end (`RunningFetch.barrier`) until they have been compared, and the
-/// gap's last bytes are stored only then (`HeldTail`). A
-/// difference drops every stored byte (`RangeStore.dropVersion`): readers that used the old ones
-/// see another generation and fail with `SourceError.versionChanged`, as for a changed ETag.
+/// gap's last bytes are stored only then (`HeldTail`). A difference drops every stored byte
+/// (`RangeStore.dropVersion`): readers that used the old ones see another generation and fail with
+/// `SourceError.versionChanged`, as for a changed ETag.
 ///
 /// Every place where bytes of two responses meet is such an overlap: fetches of such a resource
 /// never run side by side within `overlap` of each other — in one process `RemoteResource.fetch`
