@@ -20,25 +20,27 @@ let package = Package(
 
         // URL text as shown and stored: credentials redacted, cache keys without userinfo.
         .target(name: "URLSupport"),
-        .target(name: "ByteCache", dependencies: ["CSQLite", "URLSupport"]),
-        .target(name: "RangeFetch", dependencies: ["CCurl", "URLSupport"]),
-        .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch", "URLSupport"]),
-        .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "CFFmpeg"]),
+        // Cancellation, the blocking lock and saturating arithmetic: what every layer shares.
+        .target(name: "Support"),
+        .target(name: "ByteCache", dependencies: ["CSQLite", "Support", "URLSupport"]),
+        .target(name: "RangeFetch", dependencies: ["CCurl", "Support", "URLSupport"]),
+        .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch", "Support", "URLSupport"]),
+        .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "Support", "CFFmpeg"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "MediaSource", "ByteCache"]),
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
         // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
         // so `mprobe serve` shows it wherever the binary is copied.
         .target(name: "Service", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch",
-                                                "URLSupport", "CMicroHTTPD", "CSQLite"],
+                                                "Support", "URLSupport", "CMicroHTTPD", "CSQLite"],
                 resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
-        .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "URLSupport"]),
+        .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "Support", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ByteCacheTests", dependencies: ["ByteCache", "TestSupport", "URLSupport"]),
         .testTarget(name: "URLSupportTests", dependencies: ["URLSupport"]),
-        .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "TestSupport"]),
+        .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "Support", "TestSupport"]),
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
         .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "TestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit", "MediaSource", "TestSupport"]),

@@ -1,3 +1,4 @@
+import Support
 import Synchronization
 
 /// An open resource in the on-disk cache: its data file (held with a shared lock, which pins it

@@ -3,6 +3,7 @@ import CFFmpeg
 import Foundation
 import MediaSource
 import RangeFetch
+import Support
 import Synchronization
 
 /// Lets libavformat read a `MediaSource` through a custom `AVIOContext`.

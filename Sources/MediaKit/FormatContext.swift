@@ -3,6 +3,7 @@ import CFFmpeg
 import Foundation
 import MediaSource
 import RangeFetch
+import Support
 
 /// An opened demuxer reading a `MediaSource` through an `AVIOBridge`: the single owner of the
 /// `AVFormatContext` (closed in `deinit`) and of the bridge, which outlives it.

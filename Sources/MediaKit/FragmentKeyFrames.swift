@@ -1,6 +1,7 @@
 import ByteCache
 import MediaSource
 import RangeFetch
+import Support
 
 /// The key frames a job seeks to in a fragmented MP4 whose `moof` boxes libavformat has not read
 /// (`FormatContext.Fragments.throughIndex`): the `mfra` says at what time each sync sample is and

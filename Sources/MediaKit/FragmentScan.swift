@@ -1,5 +1,6 @@
 import MediaSource
 import RangeFetch
+import Support
 
 /// The sync samples at or before given times in a fragmented MP4 without an index (no `sidx`, no
 /// `mfra`: a browser's MediaRecorder, a live recorder), found without reading every `moof` —

@@ -1,5 +1,6 @@
 import MediaSource
 import RangeFetch
+import Support
 
 /// The frames of an MPEG audio stream (an MP3), walked by their headers, each of which states the
 /// frame's length and samples: where a window that the table of contents placed by proportion

@@ -1,5 +1,6 @@
 import MediaSource
 import RangeFetch
+import Support
 
 /// Thumbnails' key frames in a Matroska file with Cues.
 extension MatroskaKeyFrames {

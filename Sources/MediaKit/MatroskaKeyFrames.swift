@@ -1,5 +1,6 @@
 import MediaSource
 import RangeFetch
+import Support
 
 /// The key frames of a Matroska file without Cues (a recorder's WebM), found where they are
 /// instead of by reading every Cluster before them — libavformat's only way to seek in such a

@@ -1,5 +1,6 @@
 import MediaSource
 import RangeFetch
+import Support
 
 /// The `moof` boxes of a fragmented MP4 that libavformat will read one after the other (no
 /// `mfra` or `sidx` to seek by, or B-frames: see `FragmentTimeline.reordered`), fetched ahead of

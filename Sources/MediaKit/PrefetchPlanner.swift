@@ -2,6 +2,7 @@ import ByteCache
 import Foundation
 import MediaSource
 import RangeFetch
+import Support
 
 /// Turns a time window into byte ranges from the demuxer's index.
 ///

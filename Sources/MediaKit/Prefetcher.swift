@@ -1,6 +1,7 @@
 import Foundation
 import MediaSource
 import RangeFetch
+import Support
 
 /// Fetches a plan's missing ranges in parallel: up to `connections` requests at once to the
 /// origin, each range one closed request (the fetcher's pool keeps the connections alive).

@@ -1,3 +1,5 @@
+import Support
+
 /// Where each track's window ends as `check` reads it: at the first packet whose decode time,
 /// plus the stream's decode delay (as the planner counts it), reaches the end. `check` and a
 /// prefetch's reading of its window (`PrefetchPlanner.readAsAPlayer`) share it, so a prefetch

@@ -1,6 +1,7 @@
 import ByteCache
 import Foundation
 import RangeFetch
+import Support
 import Synchronization
 import URLSupport
 

@@ -1,6 +1,7 @@
 import ByteCache
 import Foundation
 import RangeFetch
+import Support
 import Synchronization
 
 /// One reader of a resource behind HTTP(S) (a job, a proxied response), over the `RemoteResource`

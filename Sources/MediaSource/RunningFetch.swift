@@ -1,6 +1,7 @@
 import ByteCache
 import Foundation
 import RangeFetch
+import Support
 import Synchronization
 
 /// One closed range request running on its own thread for a `RemoteResource`. Its bytes are

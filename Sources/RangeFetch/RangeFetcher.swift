@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Support
 import Synchronization
 import URLSupport
 

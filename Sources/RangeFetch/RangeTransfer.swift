@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Support
 import URLSupport
 
 /// The state of one HTTP range request while libcurl runs it: what was asked, the headers seen

@@ -1,5 +1,6 @@
 import Foundation
 import RangeFetch
+import Support
 
 /// Ctrl-C cancels the running job (fetches stop, libavformat gets AVERROR_EXIT) so it ends with
 /// a clear message and exit 130; a second Ctrl-C exits at once.

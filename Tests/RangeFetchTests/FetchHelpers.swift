@@ -1,4 +1,5 @@
 import RangeFetch
+import Support
 import TestSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 import RangeFetch
+import Support
 import Synchronization
 import TestSupport
 import XCTest

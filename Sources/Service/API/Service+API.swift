@@ -4,6 +4,7 @@ import MediaKit
 import MediaSource
 import RangeFetch
 import Reports
+import Support
 import URLSupport
 
 /// The JSON endpoints: probe, jobs and cache.

@@ -2,6 +2,7 @@ import Foundation
 import MediaKit
 import MediaSource
 import RangeFetch
+import Support
 
 /// HLS playlists and DASH manifests through `/v1/stream`: served rewritten so that every URI in
 /// them points back at the proxy (`/v1/stream/NAME?url=URL`), so a player fetches every playlist, initialization section, key and segment through

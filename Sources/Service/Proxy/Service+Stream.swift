@@ -1,6 +1,7 @@
 import Foundation
 import MediaSource
 import RangeFetch
+import Support
 import Synchronization
 
 /// `GET|HEAD /v1/stream?url=URL`: a caching range proxy that answers like a good static file
