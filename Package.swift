@@ -25,16 +25,18 @@ let package = Package(
         .target(name: "ByteCache", dependencies: ["CSQLite", "Support", "URLSupport"]),
         .target(name: "RangeFetch", dependencies: ["CCurl", "Support", "URLSupport"]),
         .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch", "Support", "URLSupport"]),
-        .target(name: "MediaKit", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "Support", "CFFmpeg"]),
+        // FFmpeg's owner types: the only module that sees its C structs and calls its functions.
+        .target(name: "FFmpeg", dependencies: ["CFFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
+        .target(name: "MediaKit", dependencies: ["FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
-        .target(name: "Reports", dependencies: ["MediaKit", "MediaSource", "ByteCache"]),
+        .target(name: "Reports", dependencies: ["MediaKit", "FFmpeg", "MediaSource", "ByteCache"]),
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
         // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
         // so `mprobe serve` shows it wherever the binary is copied.
-        .target(name: "Service", dependencies: ["Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch",
+        .target(name: "Service", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch",
                                                 "Support", "URLSupport", "CMicroHTTPD", "CSQLite"],
                 resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
-        .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "MediaSource", "ByteCache", "RangeFetch", "Support", "URLSupport"]),
+        .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support", "URLSupport"]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -42,8 +44,8 @@ let package = Package(
         .testTarget(name: "URLSupportTests", dependencies: ["URLSupport"]),
         .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "Support", "TestSupport"]),
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
-        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "TestSupport"]),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit", "MediaSource", "TestSupport"]),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),
     ],

@@ -1,3 +1,5 @@
+import FFmpeg
+
 /// Pictures that show nothing: nearly black (a fade, the black first frame encoders and editors
 /// put at the start) or flat (one colour: a slate, a blank card). The luma of every seventh pixel
 /// is enough to tell.

@@ -1,4 +1,5 @@
 import ByteCache
+import FFmpeg
 import MediaSource
 
 /// For each track, the time ranges whose samples are all cached: what a player calls buffered
@@ -17,8 +18,10 @@ public struct TrackBuffer: Sendable {
 }
 
 extension FormatContext {
-    public func bufferedRanges(source: any MediaSource, streams: [Int]? = nil) -> [TrackBuffer] {
-        if let timeline = fragmentTimeline { return fragmentBuffers(timeline, source: source, streams: streams) }
+    /// With `timeline`, a fragmented file's (`OpenedInput.fragmentTimeline`): libavformat's index
+    /// then holds only the fragments it read.
+    func bufferedRanges(source: any MediaSource, timeline: FragmentTimeline?, streams: [Int]? = nil) -> [TrackBuffer] {
+        if let timeline { return fragmentBuffers(timeline, source: source, streams: streams) }
         return (streams ?? Array(0..<streamCount)).compactMap { index in
             let entries = indexEntries(stream: index)
             guard !entries.isEmpty else { return nil }
@@ -99,8 +102,8 @@ public enum BufferedRanges {
     public static func cachedMedia(_ input: String, session: MediaSession) throws -> CachedMedia {
         let opened = try OpenedInput(input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
         let context = opened.context
-        return CachedMedia(tracks: context.bufferedRanges(source: opened.source),
-                           duration: context.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,
+        return CachedMedia(tracks: context.bufferedRanges(source: opened.source, timeline: opened.fragmentTimeline),
+                           duration: opened.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,
                            moov: opened.layout?.moov?.range)
     }
 }

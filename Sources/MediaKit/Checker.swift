@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 import MediaSource
 
@@ -44,7 +45,7 @@ public struct Checker: Sendable {
             let source = try session.open(input)
             do {
                 let opened = try Checker.open(source, session: session)
-                try PrefetchPlanner.refuseAWindowPastTheEnd(context: opened.context, start: start, input: source.input)
+                try PrefetchPlanner.refuseAWindowPastTheEnd(opened, start: start)
                 return try checkOnce(opened, session: session, start: start, seconds: seconds, tracks: selection)
             } catch MediaError.streamingManifest {
                 return try checkStream(input, session: session, start: start, seconds: seconds, tracks: selection)
@@ -102,12 +103,12 @@ public struct Checker: Sendable {
         let offset = context.startTime
         let windowStart = offset + start, windowEnd = windowStart + seconds
         var results: [Int: TrackResult] = [:]
-        var decoders: [Int: Decoder] = [:]
+        var decoders: [Int: FrameDecoder] = [:]
         let end = WindowEnd(windowEnd, streams: streams, in: context)
         for index in streams {
             results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
             do {
-                decoders[index] = try Decoder(context, stream: index)
+                decoders[index] = try FrameDecoder(context, stream: index)
             } catch {
                 results[index]?.errors.append("\(error)")
             }
@@ -121,7 +122,7 @@ public struct Checker: Sendable {
             do { try context.seek(seconds: windowStart) } catch { throw opened.explain(error, seconds: start) }
         }
         let packet = try Packet()
-        func decoded(_ index: Int, _ frame: Frame, _ decoder: Decoder) {
+        func decoded(_ index: Int, _ frame: Frame, _ decoder: FrameDecoder) {
             let time = frame.bestEffortTimestamp.map(decoder.seconds)
             if let time, time < windowStart - 1e-6 { return } // pre-roll from the key frame
             if let time, time >= windowEnd { return }

@@ -1,4 +1,5 @@
 import ByteCache
+import FFmpeg
 import MediaSource
 import RangeFetch
 import Support

@@ -1,3 +1,4 @@
+import FFmpeg
 import MediaSource
 
 /// Whether a Matroska file has Cues, where its first Cluster starts and its track numbers, from

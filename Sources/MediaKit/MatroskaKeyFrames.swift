@@ -1,3 +1,4 @@
+import FFmpeg
 import MediaSource
 import RangeFetch
 import Support

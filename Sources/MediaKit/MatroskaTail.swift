@@ -1,3 +1,4 @@
+import FFmpeg
 import MediaSource
 
 /// The duration of a Matroska file that states none (written as a stream, as a browser's

@@ -1,4 +1,6 @@
+import FFmpeg
 import Foundation
+import MediaSource
 
 extension OpenedInput {
     /// An error met while reading or seeking the opened input, said as what is wrong with the file:

@@ -1,4 +1,4 @@
-import CFFmpeg
+import FFmpeg
 import MediaSource
 
 /// An input opened for demuxing the way every job does it: the source from the session, the
@@ -7,12 +7,15 @@ struct OpenedInput {
     let source: any MediaSource
     let layout: MP4Layout?
     let context: FormatContext
+    /// Where the tracks of a fragmented MP4 end and where its sync samples are, read from its index
+    /// and last fragment, when libavformat was told not to read every fragment (`FormatContext.Fragments`).
+    let fragmentTimeline: FragmentTimeline?
     /// The source's counters before this job touched it, to report what the job cost.
     let before: SourceCounters
     /// With `fragments` other than `.every`, a fragmented MP4 with many fragments
     /// (`MP4Layout.manyFragments`) has its timeline read by `FragmentTimeline`, and
     /// libavformat reads only its first fragment (`.first`, for a probe) or the ones a seek reaches
-    /// through its `sidx` or `mfra` (`.throughIndex`, which needs one); the timeline is the context's
+    /// through its `sidx` or `mfra` (`.throughIndex`, which needs one); the timeline is
     /// `fragmentTimeline`. A file whose timeline cannot be read has every fragment read, as
     /// libavformat does by itself.
     init(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
@@ -98,11 +101,13 @@ struct OpenedInput {
         if let head { source.limitReadahead(to: head) }
         defer { if head != nil { source.limitReadahead(to: nil) } }
         let layout = self.layout
-        let open = { (headAnalysis: Int64) in
+        if timeline == nil { fragments = .every }
+        fragmentTimeline = fragments == .every ? nil : timeline
+        let open = { [fragments] (headAnalysis: Int64) in
             do {
-                return try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments, timeline: timeline,
+                return try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments,
                                          headAnalysis: headAnalysis,
-                                         readSize: mp3Head == nil ? AVIOBridge.bufferSize : MPEGAudioFrames.readSize,
+                                         readSize: mp3Head == nil ? nil : MPEGAudioFrames.readSize,
                                          cancellation: session.cancellation)
             } catch let error as FFmpegError {
                 throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
@@ -119,7 +124,7 @@ struct OpenedInput {
                 context = try open(scale)
             }
             if try context.analysedFromTheHead && context.leavesAStreamUndescribed
-                || context.durationsLeftToTheTail && !TransportStreamTail.apply(to: context, source: source) {
+                || context.durationsLeftToTheTail && !TransportStreamDurations.apply(to: context, source: source) {
                 context = try open(0)
             }
         }
@@ -149,7 +154,7 @@ struct OpenedInput {
             // say what is missing instead of FFmpeg's generic error.
             return .noMoov(input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
         }
-        if error.code == mp_averror_invaliddata() && error.function == "avformat_open_input" && layout == nil {
+        if error.isInvalidData && error.function == "avformat_open_input" && layout == nil {
             return .notMedia(input: input)
         }
         // "Cannot allocate memory" and the like: the sample tables say what is wrong, where they can.

@@ -86,6 +86,7 @@ public struct PrefetchJob: Sendable {
         }
         if source.versionChanged { throw SourceError.versionChanged(input: source.input) }
         return PrefetchResult(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
-                              buffered: context.bufferedRanges(source: source, streams: plan.tracks.map(\.index)))
+                              buffered: context.bufferedRanges(source: source, timeline: opened.fragmentTimeline,
+                                                               streams: plan.tracks.map(\.index)))
     }
 }

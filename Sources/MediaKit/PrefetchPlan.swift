@@ -1,3 +1,4 @@
+import FFmpeg
 import MediaSource
 
 /// The byte ranges a player needs to start at `start` and play `seconds`, computed from the

@@ -1,4 +1,5 @@
 import ByteCache
+import FFmpeg
 import Foundation
 import MediaSource
 import RangeFetch
@@ -35,7 +36,7 @@ public struct PrefetchPlanner: Sendable {
     func plan(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,
               tracks selection: TrackSelection) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
         let (source, context) = (opened.source, opened.context)
-        try PrefetchPlanner.refuseAWindowPastTheEnd(context: context, start: start, input: source.input)
+        try PrefetchPlanner.refuseAWindowPastTheEnd(opened, start: start)
         let streams = try selection.streams(in: context)
         let windowStart = context.startTime + start
         let windowEnd = windowStart + seconds
@@ -52,12 +53,12 @@ public struct PrefetchPlanner: Sendable {
         var from = windowStart
         var reachTime = -Double.infinity // the latest decode time of a track's sample after the window
         var indexedEntries: [[IndexEntry]] = [] // each planned track's, read once
-        if opened.layout?.fragmented == true, context.fragmentTimeline == nil {
+        if opened.layout?.fragmented == true, opened.fragmentTimeline == nil {
             try PrefetchPlanner.indexFragments(upTo: windowEnd, context: context, streams: ordered,
                                                cancellation: session.cancellation)
         }
         // A long fragmented MP4 read through its mfra: libavformat's index holds the first fragment.
-        for index in ordered where context.fragmentTimeline == nil {
+        for index in ordered where opened.fragmentTimeline == nil {
             let entries = context.indexEntries(stream: index)
             guard !entries.isEmpty else { continue }
             indexedEntries.append(entries)
@@ -88,7 +89,7 @@ public struct PrefetchPlanner: Sendable {
         if !indexed {
             // Whether a Matroska file has Cues, from its head: read once, for both placings below.
             let cues = try MatroskaHead(context, source: source)?.cues
-            let clusters = try PrefetchPlanner.fragmentWindow(context: context, streams: ordered, source: source,
+            let clusters = try PrefetchPlanner.fragmentWindow(opened.fragmentTimeline, context: context, streams: ordered, source: source,
                                                               from: windowStart, to: windowEnd)
                 ?? PrefetchPlanner.pointWindow(context: context, streams: ordered, source: source, cues: cues, from: windowStart,
                                                to: windowEnd)
@@ -126,10 +127,10 @@ public struct PrefetchPlanner: Sendable {
     /// A window that starts at or past the end of the file has nothing to prefetch or play: said
     /// so (a check said "plays" with no frame, a prefetch fetched the last fragment), when the
     /// file states its duration.
-    static func refuseAWindowPastTheEnd(context: FormatContext, start: Double, input: String) throws {
-        guard let duration = context.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,
+    static func refuseAWindowPastTheEnd(_ opened: OpenedInput, start: Double) throws {
+        guard let duration = opened.fragmentTimeline?.tracks.map(\.seconds).max() ?? opened.context.durationSeconds,
               duration > 0, start >= duration else { return }
-        throw MediaError.noTimeline(input: input, detail: String(format: "the window starts at %.3f s, at or past the end (%.3f s)",
+        throw MediaError.noTimeline(input: opened.source.input, detail: String(format: "the window starts at %.3f s, at or past the end (%.3f s)",
                                                                   start, duration))
     }
 
@@ -281,9 +282,9 @@ public struct PrefetchPlanner: Sendable {
     /// can sit in a later fragment than the video's, behind its video: the window then reaches
     /// past the fragment where that track's own points pass the end (a window ending where a
     /// fragment starts could not be played offline: its audio lay behind that fragment's video).
-    private static func fragmentWindow(context: FormatContext, streams: [Int], source: any MediaSource, from: Double,
-                                       to: Double) throws -> PointWindow? {
-        guard let timeline = context.fragmentTimeline, let size = try source.size() else { return nil }
+    private static func fragmentWindow(_ timeline: FragmentTimeline?, context: FormatContext, streams: [Int],
+                                       source: any MediaSource, from: Double, to: Double) throws -> PointWindow? {
+        guard let timeline, let size = try source.size() else { return nil }
         let placed: [(points: [(time: Double, position: Int64)], sample: Double?)] = streams.compactMap { stream in
             guard let id = context.containerID(stream: stream).map({ UInt32(bitPattern: $0) }),
                   let points = timeline.randomAccess[id], let defaults = timeline.defaults[id], !points.isEmpty else { return nil }

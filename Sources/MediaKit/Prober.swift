@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 import MediaSource
 import RangeFetch
@@ -53,16 +54,18 @@ public struct Prober: Sendable {
     }
 
     private func describe(_ opened: OpenedInput, started: Date) throws -> ProbeResult {
-        var result = opened.context.describe(input: opened.source.input)
-        result.size = try opened.source.size()
-        result.layout = opened.layout
-        result.warnings = opened.warnings
-        if let timeline = opened.context.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
+        let described = opened.context.describe()
+        var result = ProbeResult(input: opened.source.input, size: try opened.source.size(), format: described.format,
+                                 formatLongName: described.formatLongName, duration: described.duration,
+                                 bitRate: described.bitRate, startTime: described.startTime, layout: opened.layout,
+                                 tracks: described.tracks, tags: described.tags, warnings: opened.warnings,
+                                 fetch: SourceCounters(), seconds: 0)
+        if let timeline = opened.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
         if result.duration == nil, let duration = try MatroskaTail.duration(of: opened.context, source: opened.source) {
             result.duration = duration
             if let size = result.size, duration > 0 { result.bitRate = Int64((Double(size) * 8 / duration).rounded(.down)) }
         }
-        result.fetch = opened.cost
+        result.fetch = opened.cost // after the tail reads above
         result.floorBytes = opened.context.bytesRead.byteCount
         result.seconds = Date().timeIntervalSince(started)
         return result

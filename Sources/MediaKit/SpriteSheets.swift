@@ -1,3 +1,5 @@
+import FFmpeg
+
 /// Where a thumbnail sits on a sprite sheet.
 public struct SpriteCell: Sendable, Equatable {
     /// The sheet's file name, e.g. `sprite-2.jpg`.
@@ -74,7 +76,7 @@ struct SpriteSheets {
     }
 
     private struct Canvas {
-        let encoder: Encoder
+        let encoder: FrameEncoder
         let frame: Frame
         let first: Int
         let cells: Int
@@ -84,7 +86,7 @@ struct SpriteSheets {
         let cells = min(grid.columns * grid.rows, max(1, count - added))
         let columns = uniform ? grid.columns : min(cells, grid.columns)
         let rows = uniform ? grid.rows : (cells + grid.columns - 1) / grid.columns
-        let encoder = try Encoder(format: .jpg, width: columns * grid.cellWidth, height: rows * grid.cellHeight,
+        let encoder = try FrameEncoder(format: .jpg, width: columns * grid.cellWidth, height: rows * grid.cellHeight,
                                   quality: quality)
         let frame = try encoder.makeFrame()
         try frame.fillBlack()

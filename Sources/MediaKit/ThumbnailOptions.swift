@@ -1,3 +1,5 @@
+import FFmpeg
+
 /// A storyboard format: where a player finds each thumbnail on the sprite sheets.
 public enum StoryboardFormat: String, Sendable, CaseIterable {
     /// `thumbs.vtt`: a cue per thumbnail, `sprite.jpg#xywh=...` (JW Player, Video.js, Mux).

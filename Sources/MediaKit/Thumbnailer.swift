@@ -1,4 +1,5 @@
 import ByteCache
+import FFmpeg
 import Foundation
 import MediaSource
 
@@ -110,7 +111,7 @@ public struct Thumbnailer: Sendable {
         // where it is, the key frame itself in the wave below: the bytes the pictures need, one
         // round trip more. (Fetching a guess of both at once moved 1.9 times as much.)
         let firstMoof = opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0
-        var fragments = context.fragmentTimeline.flatMap { timeline in
+        var fragments = opened.fragmentTimeline.flatMap { timeline in
             context.containerID(stream: video).map {
                 FragmentKeyFrames(timeline: timeline, track: UInt32(bitPattern: $0), source: source,
                                   moofGuess: max(4 << 10, 2 * firstMoof + 16))
@@ -137,7 +138,7 @@ public struct Thumbnailer: Sendable {
             do { try context.learnStartTime(stream: video) } catch { throw opened.explain(error) }
             entries = context.indexEntries(stream: video)
         }
-        let duration = try context.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
+        let duration = try opened.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
             ?? context.durationSeconds ?? context.duration(stream: video) ?? MatroskaTail.duration(of: context, source: source)
         if duration == nil, given == nil, options.spreadsOverTheDuration {
             throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
@@ -241,7 +242,7 @@ public struct Thumbnailer: Sendable {
         prefetcher.connections = connections
         try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
 
-        let decoder = try Decoder(context, stream: video, threading: options.accurate ? .all : .sliceOnly)
+        let decoder = try FrameDecoder(context, stream: video, threading: options.accurate ? .all : .sliceOnly)
         context.discardAllStreams(except: video)
         let scaler = Scaler()
         if sheets == nil, let layout = options.sprite {
@@ -341,7 +342,7 @@ public struct Thumbnailer: Sendable {
     /// none (a pre-roll frame an edit list discards). Nil when no picture came out.
     /// `timestamp` is the key frame's index timestamp when known: seeking to it exactly avoids
     /// landing on the previous key frame through rounding.
-    private func decodeFrame(context: FormatContext, decoder: Decoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
+    private func decodeFrame(context: FormatContext, decoder: FrameDecoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
                              until: Double?, alone: Bool = true) throws -> (Frame, Double)? {
         try context.seek(stream: stream, timestamp: timestamp ?? context.timestamp(seekTo, stream: stream))
         decoder.flush()
@@ -374,7 +375,7 @@ public struct Thumbnailer: Sendable {
 
     /// Decodes the key frame `entry` from its bytes, as one packet handed to the decoder without
     /// the demuxer: for a fragment libavformat has not read (it could not seek there).
-    private func decodeBytes(of entry: IndexEntry, source: any MediaSource, decoder: Decoder, stream: Int) throws -> (Frame, Double)? {
+    private func decodeBytes(of entry: IndexEntry, source: any MediaSource, decoder: FrameDecoder, stream: Int) throws -> (Frame, Double)? {
         let bytes = try source.bytes(at: entry.position, count: Int(entry.size))
         guard bytes.count == entry.size else { return nil }
         let packet = try Packet(keyFrame: bytes, stream: stream, timestamp: entry.timestamp)

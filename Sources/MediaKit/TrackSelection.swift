@@ -1,4 +1,6 @@
+import FFmpeg
 import Foundation
+import MediaSource
 
 /// Which tracks a prefetch or check covers.
 public enum TrackSelection: Sendable, Equatable {

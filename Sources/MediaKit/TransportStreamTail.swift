@@ -1,4 +1,4 @@
-import CFFmpeg
+import FFmpeg
 import MediaSource
 
 /// The durations of an MPEG-TS from the timestamps of its tail, as libavformat estimates them,
@@ -7,41 +7,38 @@ import MediaSource
 /// much as a probe reads of the head (`OpenedInput.probeHeadRead`), 128 KiB, then 500,000 bytes.
 /// A window of another size can see other first timestamps: a file whose last 200 KB restart
 /// their clock (two recordings joined) has libavformat's duration or this one's, each by its window.
-enum TransportStreamTail {
+/// The demuxer's side (reading its streams, setting what this finds) is `TransportStreamDurations`.
+public enum TransportStreamTail {
     static let scans: [Int64] = [128 << 10, 500_000]
 
     /// A stream to find the end of, in its time base of 90 kHz ticks.
-    private struct Stream {
-        let index: Int
-        let pid: Int
-        let start: Int64
+    public struct Stream: Sendable {
+        /// The demuxer's number for it.
+        public let index: Int
+        public let pid: Int
+        public let start: Int64
         /// One frame (a video frame at the stream's frame rate, an audio frame's samples), the
         /// duration libavformat gives the last packet; none for subtitles and data.
-        let frame: Int64
+        public let frame: Int64
         /// Audio or video: libavformat reads on while one has no duration; the file's start and
         /// end are theirs, a subtitle's or data's only within a second of them.
-        let primary: Bool
+        public let primary: Bool
+
+        public init(index: Int, pid: Int, start: Int64, frame: Int64, primary: Bool) {
+            (self.index, self.pid, self.start, self.frame, self.primary) = (index, pid, start, frame, primary)
+        }
     }
 
-    /// Sets the durations of `context`, an MPEG-TS whose analysis left them to this
-    /// (`FormatContext.durationsLeftToTheTail`), as libavformat would have. False when its streams
-    /// are not what this follows or no timestamp was found: the caller analyses it as ffprobe does.
-    static func apply(to context: FormatContext, source: any MediaSource) throws -> Bool {
-        guard let size = try source.size(), size > 0 else { return false }
-        var streams: [Stream] = []
-        for index in 0..<context.streamCount {
-            guard let st = context.stream(index)?.pointee, st.start_time != mp_av_nopts_value() else { continue }
-            guard st.time_base.num == 1, st.time_base.den == 90_000 else { return false }
-            let par = st.codecpar.pointee
-            let (video, audio) = (par.codec_type == AVMEDIA_TYPE_VIDEO, par.codec_type == AVMEDIA_TYPE_AUDIO)
-            // An audio frame's samples as libavformat counts them for a packet of some bytes: the
-            // decoder's frame size, or the codec's fixed one (AC-3's 1536).
-            let (num, den) = video ? (Int64(st.r_frame_rate.den), Int64(st.r_frame_rate.num))
-                : audio ? (Int64(ff.av_get_audio_frame_duration2(st.codecpar, 1)), Int64(par.sample_rate)) : (0, 0)
-            streams.append(Stream(index: index, pid: Int(st.id), start: st.start_time,
-                                  frame: num > 0 && den > 0 ? num * 90_000 / den : 0, primary: video || audio))
-        }
-        guard !streams.isEmpty else { return false }
+    /// What the tail gives: each stream's duration in ticks, by `Stream.index`, and the file's.
+    public struct Durations: Sendable, Equatable {
+        public let streams: [Int: Int64]
+        public let seconds: Double
+    }
+
+    /// The durations of `streams` from the tail of `source`, as libavformat would have set them;
+    /// nil when no timestamp was found (the caller analyses the file as ffprobe does).
+    public static func durations(of streams: [Stream], source: any MediaSource) throws -> Durations? {
+        guard !streams.isEmpty, let size = try source.size(), size > 0 else { return nil }
         var durations: [Int: Int64] = [:]
         var scanned: Int64 = 0
         for wanted in scans where wanted > scanned {
@@ -51,18 +48,18 @@ enum TransportStreamTail {
             if streams.allSatisfy({ !$0.primary || durations[$0.pid] != nil }) || scanned == size { break }
         }
         var (start, end, textStart, textEnd) = (Int64.max, Int64.min, Int64.max, Int64.min)
+        var found: [Int: Int64] = [:]
         for stream in streams {
             if stream.primary { start = min(start, stream.start) } else { textStart = min(textStart, stream.start) }
             guard let duration = durations[stream.pid] else { continue }
-            context.stream(stream.index)?.pointee.duration = duration
+            found[stream.index] = duration
             if stream.primary { end = max(end, stream.start + duration) } else { textEnd = max(textEnd, stream.start + duration) }
         }
         // A subtitle's or data's times stretch the file by less than a second, as libavformat takes them.
         if start == .max || (start > textStart && start - textStart < 90_000) { start = textStart }
         if end == .min || (end < textEnd && textEnd - end < 90_000) { end = textEnd }
-        guard start != .max, end != .min, end > start else { return false }
-        context.setDuration(seconds: Double(end - start) / 90_000, bytes: size)
-        return true
+        guard start != .max, end != .min, end > start else { return nil }
+        return Durations(streams: found, seconds: Double(end - start) / 90_000)
     }
 
     /// Each stream's duration from the PES timestamps in `bytes`, by PID, as libavformat keeps it:

@@ -1,3 +1,4 @@
+import FFmpeg
 import Support
 
 /// Where each track's window ends as `check` reads it: at the first packet whose decode time,

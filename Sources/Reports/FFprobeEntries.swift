@@ -1,5 +1,6 @@
 import Foundation
 import MediaKit
+import MediaSource
 
 /// Which sections and keys an ffprobe-compatible report shows, set the way ffprobe 5.1 sets them
 /// from `-show_format`, `-show_streams` and `-show_entries`, in the order given (a later option

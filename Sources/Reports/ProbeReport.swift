@@ -1,3 +1,4 @@
+import FFmpeg
 import MediaKit
 
 /// The probe result as `mprobe probe --json` and `GET /v1/probe` show it.

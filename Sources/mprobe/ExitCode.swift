@@ -1,4 +1,5 @@
 import ByteCache
+import FFmpeg
 import MediaKit
 import MediaSource
 import RangeFetch

@@ -1,3 +1,4 @@
+
 /// How `FaultServer` answers requests to one route. Each case models a way real servers and
 /// networks misbehave, so client code can be tested against it over a real socket.
 public indirect enum FaultBehavior: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import MediaSource
 
 /// URIs in playlists and manifests, made absolute.
 enum StreamURL {

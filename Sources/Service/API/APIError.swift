@@ -1,4 +1,5 @@
 import ByteCache
+import FFmpeg
 import Foundation
 import MediaKit
 import MediaSource

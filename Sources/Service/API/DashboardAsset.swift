@@ -1,3 +1,4 @@
+
 /// One file of the dashboard (`GET /` and `/dashboard/NAME`). SwiftPM embeds the folder
 /// `Sources/Service/Dashboard` in the binary as bytes (`PackageResources`), so the page works
 /// wherever the binary is copied and nothing is read from disk at run time.

@@ -1,5 +1,6 @@
 import Foundation
 import MediaKit
+import MediaSource
 
 /// What a job does, parsed and checked from its request body. The stored spec is that body, so a
 /// restarted service parses it again the same way.

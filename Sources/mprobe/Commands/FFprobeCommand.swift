@@ -1,4 +1,6 @@
+import FFmpeg
 import MediaKit
+import MediaSource
 import Reports
 
 /// `mprobe ffprobe [ffprobe options] INPUT`: a compatibility front end, so that

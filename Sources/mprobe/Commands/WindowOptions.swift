@@ -1,4 +1,5 @@
 import MediaKit
+import MediaSource
 
 /// `--start`, `--seconds` and `--tracks`, shared by prefetch and check.
 struct WindowOptions {

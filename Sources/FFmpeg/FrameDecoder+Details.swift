@@ -2,14 +2,14 @@ import CFFmpeg
 
 /// What an opened decoder knows before it is fed: ffprobe opens one per stream and reports some
 /// of its fields, so `ProbeDetails` does the same.
-extension Decoder {
+extension FrameDecoder {
     /// The decoder ffprobe would open for stream `index`, opened the same way (no threads, no
     /// options); nil where ffprobe opens none: the codec is still unknown after probing, or
     /// libavcodec has no decoder for it.
-    static func describing(_ format: FormatContext, stream index: Int) throws -> Decoder? {
+    static func describing(_ format: FormatContext, stream index: Int) throws -> FrameDecoder? {
         guard let id = format.stream(index)?.pointee.codecpar.pointee.codec_id,
               id != AV_CODEC_ID_PROBE, ff.avcodec_find_decoder(id) != nil else { return nil }
-        return try Decoder(format, stream: index, threading: .none)
+        return try FrameDecoder(format, stream: index, threading: .none)
     }
 
     var details: DecoderDetails {

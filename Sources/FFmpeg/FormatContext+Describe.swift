@@ -1,26 +1,37 @@
 import CFFmpeg
-import MediaSource
 
-/// Reading the container's and streams' fields into a `ProbeResult`, as ffprobe names them.
+/// What libavformat says of a container and its streams, in the names ffprobe uses: the part of a
+/// probe that comes from the demuxer alone.
+public struct FormatDescription: Sendable {
+    /// libavformat's short name, e.g. `mov,mp4,m4a,3gp,3g2,mj2`.
+    public var format: String
+    public var formatLongName: String?
+    /// Seconds.
+    public var duration: Double?
+    public var bitRate: Int64?
+    public var startTime: Double?
+    public var tracks: [TrackInfo]
+    public var tags: [(String, String)]
+}
+
+/// Reading the container's and streams' fields, as ffprobe names them.
 extension FormatContext {
-    func describe(input: String) -> ProbeResult {
+    public func describe() -> FormatDescription {
         let fc = pointer.pointee
         let timeBase = Double(AV_TIME_BASE)
-        return ProbeResult(
-            input: input, size: nil, format: formatName,
+        return FormatDescription(
+            format: formatName,
             formatLongName: fc.iformat.pointee.long_name.map { String(cString: $0) },
             duration: fc.duration == mp_av_nopts_value() || fc.duration < 0 ? nil : Double(fc.duration) / timeBase,
             bitRate: fc.bit_rate > 0 ? fc.bit_rate : nil,
             startTime: fc.start_time == mp_av_nopts_value() ? nil : Double(fc.start_time) / timeBase,
-            layout: nil,
             tracks: (0..<streamCount).compactMap { stream($0).map(track) },
-            tags: FormatContext.tags(fc.metadata), warnings: [],
-            fetch: SourceCounters(), seconds: 0)
+            tags: FormatContext.tags(fc.metadata))
     }
 
     /// Some video or audio stream lacks what a probe reports of it (picture size, pixel format and
     /// frame rate; sample rate, channels and sample format): an analysis that stopped too soon.
-    var leavesAStreamUndescribed: Bool {
+    package var leavesAStreamUndescribed: Bool {
         (0..<streamCount).contains { index in
             guard let s = stream(index)?.pointee, let par = s.codecpar?.pointee else { return false }
             switch par.codec_type {
@@ -35,7 +46,7 @@ extension FormatContext {
     }
 
     /// The container's ID of stream `index`: an MP4's track ID.
-    func containerID(stream index: Int) -> Int32? { stream(index)?.pointee.id }
+    package func containerID(stream index: Int) -> Int32? { stream(index)?.pointee.id }
 
     /// The codec profile; for AAC, when no frame was decoded (the probe of a fragmented file reads
     /// none), its audio object type from the first five bits of the AudioSpecificConfig, which

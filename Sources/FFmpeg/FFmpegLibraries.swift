@@ -33,7 +33,7 @@ public enum FFmpegLibraries {
     /// Starts loading the libraries on a thread of their own unless done already, so that the
     /// ~25 ms it takes overlaps the round trips of the box walk that precede libavformat's first
     /// call; `require()` then waits only for what is left of it.
-    static func loadInBackground() {
+    package static func loadInBackground() {
         guard !settled.load(ordering: .acquiring) else { return }
         Thread.detachNewThread { _ = loading }
     }

@@ -22,10 +22,10 @@ public enum ImageFormat: String, Sendable, CaseIterable {
 }
 
 /// Encodes an `RGBImage` as one JPEG, PNG or WebP picture.
-enum ImageEncoder {
+package enum ImageEncoder {
     /// `quality` 1...100 (higher is better; PNG is lossless and ignores it).
-    static func encode(_ image: RGBImage, as format: ImageFormat, quality: Int) throws -> [UInt8] {
-        let encoder = try Encoder(format: format, width: image.width, height: image.height, quality: quality)
+    package static func encode(_ image: RGBImage, as format: ImageFormat, quality: Int) throws -> [UInt8] {
+        let encoder = try FrameEncoder(format: format, width: image.width, height: image.height, quality: quality)
         let frame = try encoder.makeFrame()
         try Scaler().draw(image, into: frame, x: 0, y: 0, width: image.width, height: image.height)
         return try encoder.encode(frame)

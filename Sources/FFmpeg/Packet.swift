@@ -4,17 +4,17 @@ import Glibc
 #endif
 
 /// An `AVPacket`; the single owner, freed in `deinit`.
-final class Packet {
+package final class Packet {
     let pointer: UnsafeMutablePointer<AVPacket>
 
-    init() throws {
+    package init() throws {
         guard let p = ff.av_packet_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_packet_alloc") }
         pointer = p
     }
 
     /// A key frame of stream `stream` made from its bytes, at `timestamp` (its time base): for a
     /// decoder fed without the demuxer. The corresponding FFmpeg function is `av_new_packet`.
-    convenience init(keyFrame bytes: [UInt8], stream: Int, timestamp: Int64) throws {
+    package convenience init(keyFrame bytes: [UInt8], stream: Int, timestamp: Int64) throws {
         try self.init()
         guard !bytes.isEmpty else { throw FFmpegError(code: mp_averror_invaliddata(), function: "av_new_packet") }
         guard bytes.count < Int32.max - 64 else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_new_packet") }
@@ -34,13 +34,13 @@ final class Packet {
     /// Drops the payload so the packet can be reused.
     func unref() { ff.av_packet_unref(pointer) }
 
-    var streamIndex: Int { Int(pointer.pointee.stream_index) }
+    package var streamIndex: Int { Int(pointer.pointee.stream_index) }
     /// Decode timestamp in the stream's time base, nil when the demuxer does not know it.
-    var dts: Int64? { Packet.known(pointer.pointee.dts) }
-    var pts: Int64? { Packet.known(pointer.pointee.pts) }
+    package var dts: Int64? { Packet.known(pointer.pointee.dts) }
+    package var pts: Int64? { Packet.known(pointer.pointee.pts) }
     /// Where the packet starts in the file, nil when the demuxer does not say.
-    var position: Int64? { pointer.pointee.pos >= 0 ? pointer.pointee.pos : nil }
-    var size: Int64 { Int64(pointer.pointee.size) }
+    package var position: Int64? { pointer.pointee.pos >= 0 ? pointer.pointee.pos : nil }
+    package var size: Int64 { Int64(pointer.pointee.size) }
 
     /// The payload (an encoder's output), copied out.
     var bytes: [UInt8] {
@@ -53,10 +53,10 @@ final class Packet {
 }
 
 /// An `AVFrame`; the single owner, freed in `deinit`.
-final class Frame {
+package final class Frame {
     let pointer: UnsafeMutablePointer<AVFrame>
 
-    init() throws {
+    package init() throws {
         guard let f = ff.av_frame_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_frame_alloc") }
         pointer = f
     }
@@ -80,7 +80,7 @@ final class Frame {
 
     /// Paints the whole picture black in its pixel format and color range.
     /// The corresponding FFmpeg function is `av_image_fill_black`.
-    func fillBlack() throws {
+    package func fillBlack() throws {
         var data = planes
         try FFmpegError.check(ff.av_image_fill_black(&data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
                                                   pointer.pointee.width, pointer.pointee.height), "av_image_fill_black")
@@ -101,18 +101,18 @@ final class Frame {
     }
 
     /// Makes this frame another reference to `other`'s picture (dropping what it held).
-    func reference(_ other: Frame) throws {
+    package func reference(_ other: Frame) throws {
         ff.av_frame_unref(pointer)
         try FFmpegError.check(ff.av_frame_ref(pointer, other.pointer), "av_frame_ref")
     }
 
-    var width: Int { Int(pointer.pointee.width) }
-    var height: Int { Int(pointer.pointee.height) }
+    package var width: Int { Int(pointer.pointee.width) }
+    package var height: Int { Int(pointer.pointee.height) }
     var pixelFormat: AVPixelFormat { AVPixelFormat(rawValue: pointer.pointee.format) }
     /// The decoder's best guess of the presentation time, in the stream's time base.
-    var bestEffortTimestamp: Int64? { Packet.known(pointer.pointee.best_effort_timestamp) }
+    package var bestEffortTimestamp: Int64? { Packet.known(pointer.pointee.best_effort_timestamp) }
     /// The picture's own sample aspect ratio, nil when it does not state one.
-    var sampleAspectRatio: Double? { Frame.ratio(pointer.pointee.sample_aspect_ratio) }
+    package var sampleAspectRatio: Double? { Frame.ratio(pointer.pointee.sample_aspect_ratio) }
 
     /// A positive ratio as a number, else nil.
     static func ratio(_ r: AVRational) -> Double? { r.num > 0 && r.den > 0 ? Double(r.num) / Double(r.den) : nil }

@@ -1,22 +1,23 @@
 import CFFmpeg
 #if canImport(Glibc)
 import Glibc
+import MediaSource
 #endif
 
 /// A libavcodec still-image encoder (JPEG, PNG or WebP) for one picture size; the single owner
 /// of its `AVCodecContext`, freed in `deinit`.
-final class Encoder {
+package final class FrameEncoder {
     private let context: UnsafeMutablePointer<AVCodecContext>
     let format: ImageFormat
-    let width: Int
-    let height: Int
+    package let width: Int
+    package let height: Int
     /// mjpeg's fixed quantiser for the quality, which each frame must carry too.
     private let qscale: Int32
 
     /// `quality` 1...100 (higher is better; PNG is lossless and ignores it).
     /// The corresponding FFmpeg functions are `avcodec_find_encoder_by_name`, `avcodec_alloc_context3`
     /// and `avcodec_open2`.
-    init(format: ImageFormat, width: Int, height: Int, quality: Int) throws {
+    package init(format: ImageFormat, width: Int, height: Int, quality: Int) throws {
         try FFmpegLibraries.require() // sprite sheets encode without a demuxer opened first
         guard let codec = ff.avcodec_find_encoder_by_name(format.encoderName) else {
             throw MediaError.malformed(input: "encoder", detail: "this FFmpeg has no \(format.encoderName) encoder")
@@ -50,7 +51,7 @@ final class Encoder {
     }
 
     /// A picture of this encoder's size and pixel format to draw into.
-    func makeFrame() throws -> Frame {
+    package func makeFrame() throws -> Frame {
         let frame = try Frame(width: width, height: height, format: format.pixelFormat)
         // JPEG's YUV is full range (the J in YUVJ): black is 0, not 16.
         if format == .jpg { frame.pointer.pointee.color_range = AVCOL_RANGE_JPEG }
@@ -59,7 +60,7 @@ final class Encoder {
 
     /// Encodes `frame` (from `makeFrame`) as one image file. An encoder encodes one picture.
     /// The corresponding FFmpeg functions are `avcodec_send_frame` and `avcodec_receive_packet`.
-    func encode(_ frame: Frame) throws -> [UInt8] {
+    package func encode(_ frame: Frame) throws -> [UInt8] {
         frame.pointer.pointee.pts = 0
         if format == .jpg { frame.pointer.pointee.quality = qscale * FF_QP2LAMBDA }
         try FFmpegError.check(ff.avcodec_send_frame(context, frame.pointer), "avcodec_send_frame")

@@ -6,9 +6,11 @@ import Glibc
 /// Converts pictures between decoded frames, `RGBImage`s and encoder frames with libswscale; the
 /// single owner of its `SwsContext` (recreated when the formats or sizes change, so one `Scaler`
 /// per direction keeps it reused).
-final class Scaler {
+package final class Scaler {
     private var context: OpaquePointer?
     private var key: [Int32] = []
+
+    package init() {}
 
     deinit { ff.sws_freeContext(context) }
 
@@ -27,7 +29,7 @@ final class Scaler {
 
     /// `frame` as RGB at `width` × `height`.
     /// The corresponding FFmpeg function is `sws_scale`.
-    func rgb(_ frame: Frame, width: Int, height: Int) throws -> RGBImage {
+    package func rgb(_ frame: Frame, width: Int, height: Int) throws -> RGBImage {
         let sws = try context(from: (frame.width, frame.height, frame.pixelFormat), to: (width, height, AV_PIX_FMT_RGB24))
         var image = RGBImage(width: width, height: height)
         let rows = image.pixels.withUnsafeMutableBufferPointer { out -> Int32 in
@@ -43,7 +45,7 @@ final class Scaler {
     /// Draws `image` scaled to `width` × `height` into `frame` (in its pixel format) with its
     /// top-left corner at (`x`, `y`). For subsampled chroma, `x` and `y` must be even.
     /// The corresponding FFmpeg function is `sws_scale`.
-    func draw(_ image: RGBImage, into frame: Frame, x: Int, y: Int, width: Int, height: Int) throws {
+    package func draw(_ image: RGBImage, into frame: Frame, x: Int, y: Int, width: Int, height: Int) throws {
         guard x >= 0, y >= 0, width > 0, height > 0, x + width <= frame.width, y + height <= frame.height,
               let desc = ff.av_pix_fmt_desc_get(frame.pixelFormat) else {
             throw FFmpegError(code: mp_averror(EINVAL), function: "sws_scale")

@@ -10,16 +10,13 @@ import Support
 public final class FormatContext {
     let pointer: UnsafeMutablePointer<AVFormatContext>
     private let bridge: AVIOBridge
-    /// Where the tracks of a fragmented MP4 end and where its sync samples are, read from its index
-    /// and last fragment, when libavformat was told not to read every fragment (`Fragments`).
-    let fragmentTimeline: FragmentTimeline?
     /// Its stream info was read from the first packets only (`headAnalysis`).
-    private(set) var analysedFromTheHead = false
+    package private(set) var analysedFromTheHead = false
     /// An MPEG-TS probed from its head, whose durations `TransportStreamTail` is to set.
-    private(set) var durationsLeftToTheTail = false
+    package private(set) var durationsLeftToTheTail = false
 
     /// How libavformat's mov demuxer reads the `moof` boxes of a fragmented MP4.
-    enum Fragments: Equatable {
+    public enum Fragments: Equatable, Sendable {
         /// Every one, before the header counts as read (libavformat's way for a seekable input).
         case every
         /// Only the first (`AVFMT_FLAG_IGNIDX` stops the header at the first media data): for a probe.
@@ -43,11 +40,11 @@ public final class FormatContext {
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
     public convenience init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
-        try self.init(source: source, findStreamInfo: findStreamInfo, fragments: .every, timeline: nil, cancellation: cancellation)
+        try self.init(source: source, findStreamInfo: findStreamInfo, fragments: .every, cancellation: cancellation)
     }
 
-    /// With `fragments` other than `.every` and a `timeline` in its place, libavformat does not
-    /// read every `moof`, and its stream info comes from the first video key frame alone: a
+    /// With `fragments` other than `.every` (for a file whose timeline the caller has read in its
+    /// place: `FragmentTimeline`), libavformat does not read every `moof`, and its stream info comes from the first video key frame alone: a
     /// fragment holds each track's samples in one run, video first, so the first audio packet is
     /// half a megabyte into a two-second 720p fragment.
     ///
@@ -55,14 +52,12 @@ public final class FormatContext {
     /// head alone (that many times `headAnalysisBytes`) instead of libavformat's 5 s: without an
     /// index that is bytes nobody else needs, and the durations come from the tail's timestamps
     /// all the same.
-    init(source: any MediaSource, findStreamInfo: Bool, fragments requested: Fragments, timeline: FragmentTimeline?,
-         headAnalysis: Int64 = 0, readSize: Int32 = AVIOBridge.bufferSize, cancellation: Cancellation?) throws {
-        let fragments = timeline == nil ? .every : requested
-        fragmentTimeline = fragments == .every ? nil : timeline
+    public init(source: any MediaSource, findStreamInfo: Bool, fragments: Fragments, headAnalysis: Int64 = 0,
+                readSize: Int32? = nil, cancellation: Cancellation?) throws {
         try FFmpegLibraries.require()
         FFmpegLog.quietByDefault()
         FFmpegMemory.capOnce()
-        bridge = try AVIOBridge(source: source, cancellation: cancellation, bufferSize: readSize)
+        bridge = try AVIOBridge(source: source, cancellation: cancellation, bufferSize: readSize ?? AVIOBridge.bufferSize)
         guard let context = ff.avformat_alloc_context() else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_alloc_context")
         }
@@ -151,7 +146,7 @@ public final class FormatContext {
 
     /// An analysis of the first packets only: libavformat reads on past this many bytes until it
     /// has one packet of each stream (a key frame larger than this is read whole).
-    static let firstPacketsBytes: Int64 = 32 << 10
+    package static let firstPacketsBytes: Int64 = 32 << 10
 
     deinit {
         var context: UnsafeMutablePointer<AVFormatContext>? = pointer
@@ -180,7 +175,7 @@ public final class FormatContext {
     }
 
     /// The file name in `input` (a path, or a URL's last path component without its query).
-    static func nameHint(_ input: String) -> String {
+    package static func nameHint(_ input: String) -> String {
         let path = input.split(separator: "?", maxSplits: 1).first.map(String.init) ?? input
         return path.split(separator: "/").last.map(String.init) ?? path
     }
@@ -208,7 +203,7 @@ public final class FormatContext {
     public var codecNames: [String] { (0..<streamCount).map { codecName(stream: $0) } }
 
     /// libavcodec's name for the codec of stream `index` (`none` when it has no descriptor).
-    func codecName(stream index: Int) -> String {
+    package func codecName(stream index: Int) -> String {
         stream(index).map { FormatContext.codecName($0.pointee.codecpar.pointee.codec_id) } ?? "unknown"
     }
 

@@ -1,4 +1,5 @@
 import CFFmpeg
+import MediaSource
 
 /// Reading every field `ffprobe -show_format -show_streams` reports into `ProbeDetails`, with the
 /// same rules for what counts as unknown.
@@ -6,7 +7,7 @@ extension FormatContext {
     /// `input` as shown; `specifier` chooses streams as `-select_streams` does (FFmpeg's stream
     /// specifiers: `v`, `a:1`, `0`, `p:1`, `#0x100`...), nil for all of them.
     /// Opens a decoder per stream, as ffprobe does, for the fields only a decoder knows.
-    func details(input: String, selecting specifier: String?) throws -> ProbeDetails {
+    package func details(input: String, selecting specifier: String?) throws -> ProbeDetails {
         let fc = pointer.pointee
         let selected = try (0..<streamCount).filter { try matches(stream: $0, specifier) }
         let programs = (0..<Int(fc.nb_programs)).compactMap { fc.programs[$0] }.map { p in
@@ -71,7 +72,7 @@ extension FormatContext {
             details.subtitleHeight = par.height != 0 ? Int(par.height) : nil
         default: break
         }
-        details.decoder = try Decoder.describing(self, stream: index)?.details
+        details.decoder = try FrameDecoder.describing(self, stream: index)?.details
         return details
     }
 

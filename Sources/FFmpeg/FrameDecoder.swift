@@ -1,12 +1,13 @@
 import CFFmpeg
 #if canImport(Glibc)
 import Glibc
+import MediaSource
 #endif
 
 /// A libavcodec decoder for one stream; the single owner of its `AVCodecContext`.
-final class Decoder {
+package final class FrameDecoder {
     /// How the decoder may use threads.
-    enum Threading {
+    package enum Threading {
         /// Frame and slice threads, as many as there are cores, as libavcodec picks.
         case all
         /// Threads that work inside one frame, with no frame of delay: for decoding single key frames.
@@ -21,7 +22,7 @@ final class Decoder {
 
     /// The corresponding FFmpeg functions are `avcodec_find_decoder`, `avcodec_parameters_to_context`
     /// and `avcodec_open2`.
-    init(_ format: FormatContext, stream index: Int, threading: Threading = .all) throws {
+    package init(_ format: FormatContext, stream index: Int, threading: Threading = .all) throws {
         guard let stream = format.stream(index) else { throw MediaError.noTracks(detail: "no track #\(index)") }
         let par = stream.pointee.codecpar!
         guard let codec = ff.avcodec_find_decoder(par.pointee.codec_id) else {
@@ -54,7 +55,7 @@ final class Decoder {
     /// Sends a packet (nil flushes) and hands each decoded frame to `body`, which must not keep it
     /// (take a `Frame.reference` instead). Returns the first decode error, if any; decoding goes on
     /// past it as players do.
-    func decode(_ packet: Packet?, _ body: (Frame) throws -> Void) throws -> FFmpegError? {
+    package func decode(_ packet: Packet?, _ body: (Frame) throws -> Void) throws -> FFmpegError? {
         var firstError: FFmpegError?
         let sent = ff.avcodec_send_packet(context, packet?.pointer)
         if sent < 0 && sent != mp_averror(EAGAIN) && sent != mp_averror_eof() {
@@ -75,8 +76,8 @@ final class Decoder {
 
     /// Forgets buffered frames and the end-of-stream state, before decoding from a new position.
     /// The corresponding FFmpeg function is `avcodec_flush_buffers`.
-    func flush() { ff.avcodec_flush_buffers(context) }
+    package func flush() { ff.avcodec_flush_buffers(context) }
 
     /// A timestamp of this stream in seconds.
-    func seconds(_ timestamp: Int64) -> Double { Double(timestamp) * Double(timeBase.num) / Double(timeBase.den) }
+    package func seconds(_ timestamp: Int64) -> Double { Double(timestamp) * Double(timeBase.num) / Double(timeBase.den) }
 }

@@ -1,22 +1,6 @@
 import CFFmpeg
+import MediaSource
 import RangeFetch
-
-/// One sample as the demuxer's index knows it.
-public struct IndexEntry: Sendable, Equatable {
-    /// Byte offset and size in the file.
-    public let position: Int64
-    public let size: Int64
-    /// Presentation time in seconds, as a seek or a player sees it: the index holds DTS, which
-    /// with B-frames or an edit list runs ahead of the PTS by the stream's decode delay; that delay
-    /// (the stream's start time minus its first DTS) is added back.
-    public let time: Double
-    /// `time` in the stream's time base: what `av_seek_frame` expects to land on this sample.
-    public let timestamp: Int64
-    /// Decode time in seconds, as the index holds it.
-    public let decodeTime: Double
-    public let isKeyframe: Bool
-    public var byteRange: Range<Int64> { position..<position + size }
-}
 
 extension FormatContext {
     /// The index entries of stream `index`, sorted by time: for MP4 the whole sample table from the
@@ -26,12 +10,12 @@ extension FormatContext {
 
     /// The points the index knows by position only, with size 0: Matroska's Cues (each the cluster
     /// a key frame starts), an MP3's Xing table of contents (each hundredth of the duration).
-    func positionedPoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
+    package func positionedPoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
 
     /// Tells the demuxer that stream `index` has a key frame at `timestamp` in the element at
     /// `position` (a Matroska Cluster): its seeks land there, as on a Cue point.
     /// The corresponding FFmpeg function is `av_add_index_entry`.
-    func addKeyFrame(stream index: Int, position: Int64, timestamp: Int64) {
+    package func addKeyFrame(stream index: Int, position: Int64, timestamp: Int64) {
         guard let st = stream(index) else { return }
         _ = ff.av_add_index_entry(st, position, timestamp, 0, 0, AVINDEX_KEYFRAME)
     }
@@ -60,13 +44,13 @@ extension FormatContext {
     }
 
     /// How many entries the index of stream `index` has, without reading them.
-    func indexEntryCount(stream index: Int) -> Int {
+    package func indexEntryCount(stream index: Int) -> Int {
         stream(index).map { Int(max(0, ff.avformat_index_get_entries_count($0))) } ?? 0
     }
 
     /// How far the index's DTS run ahead of presentation times in stream `index`, in its time base:
     /// the stream's start time (first PTS) minus its first DTS; 0 without an index.
-    func decodeDelay(stream index: Int) -> Int64 {
+    package func decodeDelay(stream index: Int) -> Int64 {
         guard let st = stream(index), ff.avformat_index_get_entries_count(st) > 0,
               let first = ff.avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value() else { return 0 }
         let (delay, overflow) = st.pointee.start_time.subtractingReportingOverflow(first.pointee.timestamp)
@@ -74,14 +58,14 @@ extension FormatContext {
     }
 
     /// Whether the stream's first presentation time is known (from its header or first packets).
-    func knowsStartTime(stream index: Int) -> Bool {
+    package func knowsStartTime(stream index: Int) -> Bool {
         stream(index).map { $0.pointee.start_time != mp_av_nopts_value() } ?? false
     }
 
     /// Sets stream `index`'s start time to its first packet's presentation time, for a context
     /// opened without stream info: its decode delay then places the index's times. The demuxer's
     /// position moves; the next seek sets it.
-    func learnStartTime(stream index: Int) throws {
+    package func learnStartTime(stream index: Int) throws {
         guard let st = stream(index), st.pointee.start_time == mp_av_nopts_value() else { return }
         let packet = try Packet()
         for _ in 0..<256 {
@@ -108,7 +92,7 @@ extension FormatContext {
 
     /// Sets the duration found outside libavformat, and the bit rate it gives a file of `bytes`, as
     /// libavformat sets them from a duration of its own.
-    func setDuration(seconds: Double, bytes: Int64) {
+    package func setDuration(seconds: Double, bytes: Int64) {
         let duration = Int64(exactly: (seconds * Double(AV_TIME_BASE)).rounded()) ?? 0
         guard duration > 0 else { return }
         pointer.pointee.duration = duration
@@ -130,7 +114,7 @@ extension FormatContext {
     }
 
     /// A picture stored with the media (cover art), not a track with a timeline.
-    func isAttachedPicture(stream index: Int) -> Bool {
+    package func isAttachedPicture(stream index: Int) -> Bool {
         guard let st = stream(index) else { return false }
         return st.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0
     }

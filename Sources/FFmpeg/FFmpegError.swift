@@ -8,6 +8,9 @@ public struct FFmpegError: Error, CustomStringConvertible, Equatable {
     /// What was being done and what went wrong, in words, with the call's name last for reports:
     /// "seeking failed: the data is damaged or not supported (av_seek_frame)". FFmpeg's own text
     /// misleads for its generic -1, which it prints as "Operation not permitted".
+    /// FFmpeg found the data invalid (`AVERROR_INVALIDDATA`): for an open, no container it knows.
+    public var isInvalidData: Bool { code == mp_averror_invaliddata() }
+
     public var description: String { "\(FFmpegError.activity(function)) failed: \(FFmpegError.meaning(of: code)) (\(function))" }
 
     /// FFmpeg's text for an AVERROR code (`av_strerror`).
