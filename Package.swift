@@ -27,13 +27,17 @@ let package = Package(
         .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch", "Support", "URLSupport"]),
         // FFmpeg's owner types: the only module that sees its C structs and calls its functions.
         .target(name: "FFmpeg", dependencies: ["CFFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
-        .target(name: "MediaKit", dependencies: ["FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
+        // What each container's bytes say (ISO-BMFF, Matroska, MPEG audio, MPEG-TS, HLS and DASH),
+        // read over a MediaSource: no FFmpeg here, the parsers return values.
+        .target(name: "Containers", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "Support"]),
+        // The jobs: probe, prefetch, check, thumbnails and streams, over Containers and FFmpeg.
+        .target(name: "MediaKit", dependencies: ["Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "FFmpeg", "MediaSource", "ByteCache"]),
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
         // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
         // so `mprobe serve` shows it wherever the binary is copied.
-        .target(name: "Service", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch",
+        .target(name: "Service", dependencies: ["Reports", "MediaKit", "Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch",
                                                 "Support", "URLSupport", "CMicroHTTPD", "CSQLite"],
                 resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
         .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support", "URLSupport"]),
@@ -44,7 +48,9 @@ let package = Package(
         .testTarget(name: "URLSupportTests", dependencies: ["URLSupport"]),
         .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "Support", "TestSupport"]),
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
-        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
+        // The fast tier: each container's parsers over bytes in memory (seconds, no server, no FFmpeg).
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "MediaSource", "RangeFetch"]),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "MediaSource", "TestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),

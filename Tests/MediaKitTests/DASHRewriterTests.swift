@@ -1,3 +1,4 @@
+import Containers
 import MediaKit
 import XCTest
 

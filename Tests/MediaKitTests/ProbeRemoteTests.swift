@@ -1,4 +1,5 @@
 import ByteCache
+import Containers
 import Foundation
 import MediaKit
 import MediaSource

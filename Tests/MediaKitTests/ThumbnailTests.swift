@@ -1,3 +1,4 @@
+import Containers
 import FFmpeg
 import Foundation
 import MediaKit

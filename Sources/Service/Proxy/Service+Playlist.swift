@@ -1,3 +1,4 @@
+import Containers
 import Foundation
 import MediaKit
 import MediaSource
