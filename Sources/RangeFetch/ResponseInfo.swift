@@ -54,7 +54,8 @@ struct ContentRange: Equatable {
             self.total = total
         }
         if parts[0] == "*" { return }
-        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        // Empty pieces kept: "-1-5" is no range (split's default would read it as 1-5).
+        let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard bounds.count == 2, let f = ContentRange.number(bounds[0]), let l = ContentRange.number(bounds[1]), f <= l
         else { return nil }
         if let total, l >= total { return nil }
