@@ -33,7 +33,7 @@ final class JobRunner: Sendable {
     }
     private let state = Mutex(State())
     /// Wakes idle workers when a job is queued or the runner stops.
-    private let wakeup = NSCondition()
+    private let queue = QueueSignal()
 
     init(store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String,
          limits: ServiceLimits) {
@@ -64,7 +64,7 @@ final class JobRunner: Sendable {
     }
 
     /// Wakes a worker for a newly queued job.
-    func jobQueued() { wakeup.withLock { wakeup.broadcast() } }
+    func jobQueued() { queue.post() }
 
     /// Cancels a running job, or one a worker has just claimed and is about to run.
     func cancelRunning(id: String) {
@@ -90,8 +90,16 @@ final class JobRunner: Sendable {
     private func work() {
         defer { state.withLock { $0.workers -= 1 } }
         while !stopping {
-            guard let job = (try? store.claimNext()) ?? nil else {
-                wakeup.withLock { _ = wakeup.wait(until: Date().addingTimeInterval(1)) }
+            let seen = queue.count
+            let claimed: JobRecord?
+            do {
+                claimed = try store.claimNext()
+            } catch {
+                queue.wait(whileCountIs: seen, atMost: 1) // the store is busy or failing: look again soon
+                continue
+            }
+            guard let job = claimed else {
+                queue.wait(whileCountIs: seen, atMost: nil)
                 continue
             }
             run(job)
@@ -246,5 +254,36 @@ private final class ProgressKeeper: Sendable {
             return s.progress
         }
         if let due { try? store.saveProgress(id: id, due) }
+    }
+}
+
+/// Wakes idle workers when a job is queued (or the runner stops). A count, not a bare signal: a
+/// worker that found the queue empty sleeps only while nothing was queued since it looked, so a
+/// job queued between its look and its wait is not left for a timeout to find.
+private final class QueueSignal: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var posted = 0 // guarded by condition
+
+    var count: Int { condition.withLock { posted } }
+
+    func post() {
+        condition.withLock {
+            posted += 1
+            condition.broadcast()
+        }
+    }
+
+    /// Returns once `count` is no longer `seen`, or after `atMost` seconds.
+    func wait(whileCountIs seen: Int, atMost seconds: TimeInterval?) {
+        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        condition.withLock {
+            while posted == seen {
+                if let deadline {
+                    guard condition.wait(until: deadline) else { return }
+                } else {
+                    condition.wait()
+                }
+            }
+        }
     }
 }
