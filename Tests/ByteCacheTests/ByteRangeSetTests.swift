@@ -1,4 +1,5 @@
 import ByteCache
+import TestSupport
 import XCTest
 
 final class ByteRangeSetTests: XCTestCase {
@@ -48,9 +49,9 @@ final class ByteRangeSetTests: XCTestCase {
         XCTAssertEqual(set.gaps(in: big - 5..<big + 25), [big - 5..<big, big + 20..<big + 25])
     }
 
-    /// Random inserts checked against a plain bitmap.
+    /// Random inserts checked against a plain bitmap (seeded: a failure repeats).
     func testRandomInsertsMatchBitmap() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededGenerator(seed: 0x5EED_0053)
         for _ in 0..<50 {
             var set = ByteRangeSet()
             var bitmap = [Bool](repeating: false, count: 300)

@@ -169,8 +169,7 @@ final class ServiceAPITests: XCTestCase {
         let streamed = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-123"))
         XCTAssertEqual(streamed.status, 200)
         XCTAssertEqual(try service.get("/metrics", headers: ["Authorization": "Bearer tok-123"]).status, 200)
-        Thread.sleep(forTimeInterval: 0.2)
-        XCTAssertFalse(service.log.isEmpty)
+        XCTAssertTrue(service.waitForLogLine { $0.hasPrefix("GET /metrics") }, service.log.joined(separator: "\n"))
         XCTAssertFalse(service.log.joined(separator: "\n").contains("tok-123"), service.log.joined(separator: "\n"))
         XCTAssertTrue(service.log.contains { $0.hasPrefix("GET /v1/stream?url=") && $0.contains(" 200 ") }, service.log.joined(separator: "\n"))
         // A client cannot write log lines of its own.
@@ -182,7 +181,8 @@ final class ServiceAPITests: XCTestCase {
             connection.send(Array("\(method) /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
             _ = connection.read(atLeast: 1, timeout: 2)
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertTrue(service.waitForLogLine { $0.contains("2K /healthz") },
+                      service.log.joined(separator: "\n").debugDescription)
         XCTAssertFalse(service.log.contains { $0.hasPrefix("GET /forged") || $0.contains("\n") }, service.log.joined(separator: "\n"))
         XCTAssertFalse(service.log.contains { line in line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } },
                        service.log.joined(separator: "\n").debugDescription)
@@ -300,7 +300,9 @@ final class ServiceAPITests: XCTestCase {
         defer { service.stop() }
         let first = DispatchWorkItem { _ = try? HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/slow.mp4"))) }
         DispatchQueue.global().async(execute: first)
-        Thread.sleep(forTimeInterval: 0.5)
+        // The first probe holds the slot once its request reaches the origin.
+        let deadline = Date().addingTimeInterval(10)
+        while !origin.requests.contains(where: { $0.path == "/slow.mp4" }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         let refused = try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4")))
         XCTAssertEqual(refused.status, 503, refused.text)
         XCTAssertEqual(refused.headers["retry-after"], "1")

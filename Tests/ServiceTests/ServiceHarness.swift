@@ -30,6 +30,10 @@ final class ServiceHarness: Sendable {
     /// The access log so far.
     var log: [String] { logLines.all }
 
+    /// Waits until the access log has a line for which `matches` holds: lines are written when a
+    /// response is complete, after the client has read it.
+    func waitForLogLine(_ matches: (String) -> Bool) -> Bool { logLines.wait(for: matches) }
+
     var base: String { "http://127.0.0.1:\(service.port)" }
 
     func url(_ path: String) -> String { base + path }
@@ -66,8 +70,27 @@ final class ServiceHarness: Sendable {
 let samplesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("Samples").path
 
-final class LogLines: Sendable {
-    private let lines = Mutex<[String]>([])
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var all: [String] { lines.withLock { $0 } }
+final class LogLines: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var lines: [String] = [] // guarded by condition
+
+    func append(_ line: String) {
+        condition.withLock {
+            lines.append(line)
+            condition.broadcast()
+        }
+    }
+
+    var all: [String] { condition.withLock { lines } }
+
+    /// Waits until a line for which `matches` holds is logged (true), or `timeout` seconds pass.
+    func wait(timeout: Double = 10, for matches: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        return condition.withLock {
+            while !lines.contains(where: matches) {
+                guard condition.wait(until: deadline) else { return false }
+            }
+            return true
+        }
+    }
 }
