@@ -23,11 +23,6 @@ package struct FragmentScan {
     let window: Int64
     static let readsPerTime = 6
 
-    /// A time not found: the job goes back to libavformat reading every `moof`.
-    package struct Unplaced: Error {
-        package init() {}
-    }
-
     /// The sync sample at or before each time (seconds as the container counts, presentation
     /// times `delay` ahead of decode times, in the track's time base) of `track`, whose `timeline`
     /// was read from its index or last fragment (`known`: the fragments its index places); nil when

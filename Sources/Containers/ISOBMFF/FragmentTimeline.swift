@@ -11,8 +11,9 @@ import MediaSource
 /// give each track's end: `tfdt` (the decode time of the fragment's first sample) plus the
 /// durations its `trun` boxes list, or their defaults from `tfhd` or the moov's `trex`.
 ///
-/// Requests: the last 64 KiB (the `mfro`, and the `mfra` of a few thousand fragments), then the
-/// last `moof` if that read did not hold it; without `mfra`, the tail of the file up to twice the
+/// Requests: the last 16–256 KiB, sized for the `mfra` the first fragment suggests (`mfraGuess`;
+/// the `mfro`, and an `mfra` larger than that read on), then the last `moof` if that read did not
+/// hold it; without `mfra`, the tail of the file up to twice the
 /// first fragment's size instead. Every size read from the file is checked against the file.
 package struct FragmentTimeline: Sendable, Equatable {
     package struct Track: Sendable, Equatable {

@@ -42,12 +42,11 @@ public struct Checker: Sendable {
     public func check(_ input: String, session: MediaSession, start: Double, seconds: Double,
                       tracks selection: TrackSelection = .defaults) throws -> Result {
         try session.onOneVersion {
-            let source = try session.open(input)
-            do {
-                let opened = try Checker.open(source, session: session)
+            switch try Checker.open(try session.open(input), session: session) {
+            case .media(let opened):
                 try PrefetchPlanner.refuseAWindowPastTheEnd(opened, start: start)
                 return try checkOnce(opened, session: session, start: start, seconds: seconds, tracks: selection)
-            } catch MediaError.streamingManifest {
+            case .stream:
                 return try checkStream(input, session: session, start: start, seconds: seconds, tracks: selection)
             }
         }
@@ -55,8 +54,8 @@ public struct Checker: Sendable {
 
     /// A media file opened as `check` opens it: a prefetch that reads its window to complete it
     /// (`PrefetchPlanner.readAsAPlayer`) reads what a check will.
-    static func open(_ source: any MediaSource, session: MediaSession) throws -> OpenedInput {
-        try OpenedInput(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
+    static func open(_ source: any MediaSource, session: MediaSession) throws -> Opened {
+        try OpenedInput.open(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
     }
 
     /// Each media playlist the variant plays (its own, an audio rendition's) read as a player's

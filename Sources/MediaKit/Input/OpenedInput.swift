@@ -2,6 +2,22 @@ import Containers
 import FFmpeg
 import MediaSource
 
+/// What an input is, once opened: media for libavformat, or an HLS playlist or DASH manifest for
+/// the stream jobs (libavformat's readers of those would fetch the segments themselves, around
+/// the cache).
+enum Opened {
+    case media(OpenedInput)
+    case stream(any MediaSource, kind: String)
+
+    /// The media, for a job that does not read streams: a playlist is `MediaError.streamingManifest`.
+    func media() throws -> OpenedInput {
+        switch self {
+        case .media(let opened): return opened
+        case .stream(let source, let kind): throw MediaError.streamingManifest(input: source.input, kind: kind)
+        }
+    }
+}
+
 /// An input opened for demuxing the way every job does it: the source from the session, the
 /// ISO-BMFF walk that fetches the moov first, then libavformat over the cache.
 struct OpenedInput {
@@ -19,29 +35,36 @@ struct OpenedInput {
     /// through its `sidx` or `mfra` (`.throughIndex`, which needs one); the timeline is
     /// `fragmentTimeline`. A file whose timeline cannot be read has every fragment read, as
     /// libavformat does by itself.
-    init(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
-         walker: BoxWalker = BoxWalker()) throws {
+    static func open(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
+                     walker: BoxWalker = BoxWalker()) throws -> Opened {
         FFmpegLibraries.loadInBackground()
-        try self.init(source: try session.open(input), session: session, findStreamInfo: findStreamInfo, fragments: fragments,
-                      walker: walker)
+        return try open(source: try session.open(input), session: session, findStreamInfo: findStreamInfo, fragments: fragments,
+                        walker: walker)
     }
 
     /// The same over a source made by the caller (a segment of a stream: `SpanSource`).
-    init(source: any MediaSource, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
-         walker: BoxWalker = BoxWalker()) throws {
+    static func open(source: any MediaSource, session: MediaSession, findStreamInfo: Bool,
+                     fragments: FormatContext.Fragments = .every, walker: BoxWalker = BoxWalker()) throws -> Opened {
         FFmpegLibraries.loadInBackground()
-        self.source = source
-        before = source.counters
+        let before = source.counters
         var walker = walker
         let firstRequest = walker.firstRequest
         let namedMP3 = MPEGAudioFrames.namesAnMP3(source.input) && firstRequest > MPEGAudioFrames.firstRequest
         if namedMP3 { walker.firstRequest = MPEGAudioFrames.firstRequest }
-        layout = try walker.walk(source) // first, so its first request also learns the size
+        let layout = try walker.walk(source) // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
         if try source.size() == 0 { throw MediaError.empty(input: source.input) }
-        if layout == nil, let kind = try StreamingManifest.kind(of: source) {
-            throw MediaError.streamingManifest(input: source.input, kind: kind)
-        }
+        if layout == nil, let kind = try StreamingManifest.kind(of: source) { return .stream(source, kind: kind) }
+        return .media(try OpenedInput(source: source, session: session, layout: layout, before: before, firstRequest: firstRequest,
+                                      namedMP3: namedMP3, findStreamInfo: findStreamInfo, fragments: fragments))
+    }
+
+    /// The rest of `open` for media: the fragments' timeline, the head read, libavformat.
+    private init(source: any MediaSource, session: MediaSession, layout: MP4Layout?, before: SourceCounters, firstRequest: Int64,
+                 namedMP3: Bool, findStreamInfo: Bool, fragments: FormatContext.Fragments) throws {
+        self.source = source
+        self.layout = layout
+        self.before = before
         var timeline: FragmentTimeline?
         var fragments = fragments
         if let layout, layout.manyFragments(fileSize: try source.size(), probing: fragments == .first) {
@@ -101,7 +124,6 @@ struct OpenedInput {
         }
         if let head { source.limitReadahead(to: head) }
         defer { if head != nil { source.limitReadahead(to: nil) } }
-        let layout = self.layout
         if timeline == nil { fragments = .every }
         fragmentTimeline = fragments == .every ? nil : timeline
         let open = { [fragments] (headAnalysis: Int64) in

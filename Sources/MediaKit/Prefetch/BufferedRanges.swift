@@ -101,7 +101,8 @@ public enum BufferedRanges {
     /// header itself is not cached.
     /// A long fragmented MP4 is read through its `mfra`, as a prefetch caches it.
     public static func cachedMedia(_ input: String, session: MediaSession) throws -> CachedMedia {
-        let opened = try OpenedInput(input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
+        let opened = try OpenedInput.open(input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
+            .media()
         let context = opened.context
         return CachedMedia(tracks: context.bufferedRanges(source: opened.source, timeline: opened.fragmentTimeline),
                            duration: opened.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,

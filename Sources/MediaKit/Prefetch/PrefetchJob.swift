@@ -25,7 +25,7 @@ public struct PrefetchJob: Sendable {
                     tracks: TrackSelection = .defaults,
                     progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void = { _, _ in }) throws -> PrefetchResult {
         try session.onOneVersion {
-            try run(try PrefetchPlanner.open(session.open(input), session: session), session: session, start: start,
+            try run(try PrefetchPlanner.open(session.open(input), session: session).media(), session: session, start: start,
                     seconds: seconds, tracks: tracks, progress: progress)
         }
     }
@@ -37,15 +37,14 @@ public struct PrefetchJob: Sendable {
                     progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void = { _, _ in }) throws -> PrefetchOutcome {
         try session.onOneVersion {
             let source = try session.open(input)
-            let opened: OpenedInput
-            do {
-                opened = try PrefetchPlanner.open(source, session: session)
-            } catch MediaError.streamingManifest {
+            switch try PrefetchPlanner.open(source, session: session) {
+            case .media(let opened):
+                return .file(try run(opened, session: session, start: start, seconds: seconds, tracks: tracks, progress: progress))
+            case .stream:
                 var job = stream
                 (job.planOnly, job.connections) = (planOnly, prefetcher.connections)
                 return .stream(try job.run(input, session: session, start: start, seconds: seconds, opened: source, progress: progress))
             }
-            return .file(try run(opened, session: session, start: start, seconds: seconds, tracks: tracks, progress: progress))
         }
     }
 
@@ -71,7 +70,7 @@ public struct PrefetchJob: Sendable {
             // Then read as check will read it: what the plan missed is fetched now, not found
             // missing offline (a second audio track's run, a key frame before the fragment an mfra
             // lists, an estimate's start).
-            try PrefetchPlanner.readAsAPlayer(context: Checker.open(source, session: session).context,
+            try PrefetchPlanner.readAsAPlayer(context: Checker.open(source, session: session).media().context,
                                               streams: plan.tracks.map(\.index), start: start, seconds: seconds,
                                               cancellation: session.cancellation)
             let all = plan.headerRanges + plan.sampleRanges

@@ -25,13 +25,13 @@ public struct PrefetchPlanner: Sendable {
 
     public func plan(_ input: String, session: MediaSession, start: Double, seconds: Double,
                      tracks selection: TrackSelection = .defaults) throws -> (PrefetchPlan, FormatContext, any MediaSource) {
-        try plan(try PrefetchPlanner.open(session.open(input), session: session), session: session, start: start, seconds: seconds,
+        try plan(try PrefetchPlanner.open(session.open(input), session: session).media(), session: session, start: start, seconds: seconds,
                  tracks: selection)
     }
 
     /// How a plan opens its input.
-    static func open(_ source: any MediaSource, session: MediaSession) throws -> OpenedInput {
-        try OpenedInput(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: false))
+    static func open(_ source: any MediaSource, session: MediaSession) throws -> Opened {
+        try OpenedInput.open(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: false))
     }
 
     func plan(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,

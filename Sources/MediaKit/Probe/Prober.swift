@@ -28,8 +28,8 @@ public struct Prober: Sendable {
 
     private func probeOnce(_ input: String, session: MediaSession) throws -> ProbeResult {
         let started = Date()
-        return try describe(try OpenedInput(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker),
-                            started: started)
+        return try describe(try OpenedInput.open(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker)
+                                .media(), started: started)
     }
 
     /// A media file's probe, or, when the input is an HLS playlist, `streams`' probe of the stream.
@@ -37,10 +37,10 @@ public struct Prober: Sendable {
         try session.onOneVersion {
             let started = Date()
             let source = try session.open(input)
-            do {
-                return .media(try describe(try OpenedInput(source: source, session: session, findStreamInfo: !fast, fragments: .first,
-                                                           walker: walker), started: started))
-            } catch MediaError.streamingManifest {
+            switch try OpenedInput.open(source: source, session: session, findStreamInfo: !fast, fragments: .first, walker: walker) {
+            case .media(let opened):
+                return .media(try describe(opened, started: started))
+            case .stream:
                 // The first request, which told, counts as the stream's.
                 return .stream(try streams.probe(input, session: session, opened: source))
             }
@@ -105,7 +105,7 @@ public struct Prober: Sendable {
             // ffprobe's answer: what libavformat makes of a cut file, not mprobe's stricter check.
             var walker = walker
             walker.acceptsACutMoov = true
-            let opened = try OpenedInput(input, session: session, findStreamInfo: !fast, walker: walker)
+            let opened = try OpenedInput.open(input, session: session, findStreamInfo: !fast, walker: walker).media()
             var details = try opened.context.details(input: opened.source.input, selecting: streams)
             details.warnings = opened.warnings
             return details

@@ -173,10 +173,9 @@ struct StreamPlaylists {
     /// or a variant's playlist where a segment belongs) is the playlist's fault, said so.
     static func open(_ span: SpanSource, session: MediaSession, findStreamInfo: Bool,
                      fragments: FormatContext.Fragments = .every) throws -> OpenedInput {
-        do {
-            return try OpenedInput(source: span, session: session, findStreamInfo: findStreamInfo, fragments: fragments)
-        } catch MediaError.streamingManifest(_, let kind) {
-            throw MediaError.malformedPlaylist(input: span.input, detail: "a segment that is \(kind) itself, not media")
+        switch try OpenedInput.open(source: span, session: session, findStreamInfo: findStreamInfo, fragments: fragments) {
+        case .media(let opened): return opened
+        case .stream(_, let kind): throw MediaError.malformedPlaylist(input: span.input, detail: "a segment that is \(kind) itself, not media")
         }
     }
 

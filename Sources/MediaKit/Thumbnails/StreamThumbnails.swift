@@ -71,8 +71,11 @@ extension Thumbnailer {
             let span = try playlists.span([segment], input: segment.uri)
             let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
             let done = made.count
-            let result = try thumbnails(opened, session: session, times: within, shift: segment.start, total: times.count,
-                                        sheets: &into) { progress(done + $0) }
+            // A segment opened through its index never has its key frames found from their bytes.
+            guard case .made(let result) = try thumbnails(opened, session: session, times: within, shift: segment.start,
+                                                          total: times.count, sheets: &into, progress: { progress(done + $0) }) else {
+                throw MediaError.malformed(input: segment.uri, detail: "its key frames could not be found")
+            }
             floor += result.floor
             return result
         }

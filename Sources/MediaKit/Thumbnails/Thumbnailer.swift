@@ -63,24 +63,27 @@ public struct Thumbnailer: Sendable {
         // FragmentScan (decoded from their bytes); --accurate needs the frames after them too.
         let source = try session.open(input)
         var opened: OpenedInput
-        do {
-            opened = try OpenedInput(source: source, session: session, findStreamInfo: false,
-                                     fragments: options.accurate ? .throughIndex(oneStream: true) : .keyFrames)
-        } catch MediaError.streamingManifest {
-            return try makeStream(input, session: session, opened: source, progress: progress)
+        switch try OpenedInput.open(source: source, session: session, findStreamInfo: false,
+                                    fragments: options.accurate ? .throughIndex(oneStream: true) : .keyFrames) {
+        case .media(let media): opened = media
+        case .stream: return try makeStream(input, session: session, opened: source, progress: progress)
         }
         var sheets: SpriteSheets?
         let pass: Pass
         var cost = SourceCounters()
-        do {
-            pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
-        } catch is FragmentScan.Unplaced {
-            // Not found within its reads, or a key frame that does not decode alone: libavformat
-            // reads every moof instead (and tries the frames after it), the sheets start over.
+        switch try thumbnails(opened, session: session, sheets: &sheets, progress: progress) {
+        case .made(let made):
+            pass = made
+        case .unplaced:
+            // The sheets start over, and libavformat tries the frames after each key frame too.
             cost = opened.cost
             sheets = nil
-            opened = try OpenedInput(source: session.open(input), session: session, findStreamInfo: false, fragments: .everyChained)
-            pass = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
+            opened = try OpenedInput.open(source: session.open(input), session: session, findStreamInfo: false, fragments: .everyChained)
+                .media()
+            guard case .made(let made) = try thumbnails(opened, session: session, sheets: &sheets, progress: progress) else {
+                throw MediaError.malformed(input: source.input, detail: "its key frames could not be found, even reading every moof")
+            }
+            pass = made
         }
         try sheets?.finish()
         var set = ThumbnailSet(input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
@@ -97,11 +100,19 @@ public struct Thumbnailer: Sendable {
         let duration: Double?
     }
 
+    /// A pass's thumbnails, or word that a fragmented MP4's key frames, to be found from their
+    /// bytes (`FragmentScan`), could not be: not found within its reads, or one that does not
+    /// decode alone. libavformat then reads every moof instead (`.everyChained`).
+    enum PassResult {
+        case made(Pass)
+        case unplaced
+    }
+
     /// The thumbnails of one opened input, at the options' times or at `given` (seconds from its
     /// start: a stream's segment), reported `shift` seconds later; pictures go on `sheets` (made
     /// here for `total` thumbnails, or as many as this input gives, when the job has none yet).
     func thumbnails(_ opened: OpenedInput, session: MediaSession, times given: [Double]? = nil, shift: Double = 0,
-                    total: Int? = nil, sheets: inout SpriteSheets?, progress: (Int) -> Void) throws -> Pass {
+                    total: Int? = nil, sheets: inout SpriteSheets?, progress: (Int) -> Void) throws -> PassResult {
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
@@ -206,7 +217,7 @@ public struct Thumbnailer: Sendable {
             guard let points = try FragmentScan.randomAccess(at: containerTimes, delay: delay, track: scanned.track,
                                                              timeline: scanned.timeline, layout: layout, known: known, source: source,
                                                              connections: connections, cancellation: session.cancellation)
-            else { throw FragmentScan.Unplaced() }
+            else { return .unplaced }
             scanned.timeline.randomAccess = [scanned.track: points]
             fragments = scanned
             fromBytes = true
@@ -216,7 +227,7 @@ public struct Thumbnailer: Sendable {
         let chosen = inFragments?.map { $0?.entry }
             ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
         let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
-        if fromBytes, targets.contains(where: { $0.keyframe == nil }) { throw FragmentScan.Unplaced() }
+        if fromBytes, targets.contains(where: { $0.keyframe == nil }) { return .unplaced }
         // (Cues, or an MP3's table of contents, place libavformat's seeks: an index all the same.)
         let seeksByIndex = matroska.map { $0.cues == true } ?? !context.positionedPoints(stream: video).isEmpty
         if keyframes.isEmpty, fragments == nil, given == nil, !seeksByIndex {
@@ -287,7 +298,7 @@ public struct Thumbnailer: Sendable {
             } catch {
                 throw opened.explain(error, track: video, seconds: target.time)
             }
-            if fromBytes, decoded == nil { throw FragmentScan.Unplaced() }
+            if fromBytes, decoded == nil { return .unplaced }
             guard let (frame, pts) = decoded else {
                 // (From the start only for the first key frame, whose picture an edit list may
                 // discard, or a segment: elsewhere that gave the first frame for a later time.)
@@ -324,7 +335,7 @@ public struct Thumbnailer: Sendable {
             made.append(thumbnail)
             progress(i + 1)
         }
-        return Pass(made: made, notes: notes, floor: floor.byteCount, duration: duration)
+        return .made(Pass(made: made, notes: notes, floor: floor.byteCount, duration: duration))
     }
 
     /// What a job says of a file that ends inside the key frame at `time`.
