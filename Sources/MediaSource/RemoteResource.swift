@@ -94,14 +94,14 @@ final class RemoteResource: @unchecked Sendable {
             let validators = storeValue.validators
             if validators.etag == nil, validators.lastModified == nil,
                running.contains(where: { OverlapCheck.mustWait(offset..<end, for: $0.range) }) {
-                _ = condition.wait(until: Date().addingTimeInterval(0.2))
+                condition.wait() // until a fetch ends (`finish`) or the validators are known (`accept`)
                 continue
             }
             // A fetch whose bytes are all stored is only finishing: let it hand its connection back,
             // so that a sequential reader goes on over one kept-alive connection. Then look again:
             // another reader may have started what this one wants meanwhile.
             guard running.contains(where: { storeValue.available.contains($0.range) }) else { break }
-            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            condition.wait() // until it ends (`finish`)
         }
         var stop = running.map(\.range.lowerBound).filter { $0 > offset }.min() ?? end
         if let stored = storeValue.available.gaps(in: offset..<max(offset + 1, stop)).first, stored.lowerBound == offset {
@@ -135,6 +135,8 @@ final class RemoteResource: @unchecked Sendable {
             case nil: break
             }
             if token.interrupted { throw FetchError.cancelled(url: shown) }
+            // Woken by each store and by the fetch's end; timed only for the token, whose
+            // cancellation is polled (it may follow a condition: `Cancellation(when:)`).
             _ = condition.wait(until: Date().addingTimeInterval(0.2))
         }
     }
@@ -414,7 +416,7 @@ final class RemoteResource: @unchecked Sendable {
         defer { condition.unlock() }
         while fetch.barrier != nil {
             if token.interrupted { throw FetchError.cancelled(url: shown) }
-            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            _ = condition.wait(until: Date().addingTimeInterval(0.2)) // woken when it is lifted; timed for the token
         }
     }
 
