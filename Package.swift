@@ -31,16 +31,27 @@ let package = Package(
         // read over a MediaSource: no FFmpeg here, the parsers return values.
         .target(name: "Containers", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "Support"]),
         // The jobs: probe, prefetch, check, thumbnails and streams, over Containers and FFmpeg.
-        .target(name: "MediaKit", dependencies: ["Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
+        .target(
+            name: "MediaKit",
+            dependencies: ["Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "FFmpeg", "MediaSource", "ByteCache"]),
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
         // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
         // so `mprobe serve` shows it wherever the binary is copied.
-        .target(name: "Service", dependencies: ["Reports", "MediaKit", "Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch",
-                                                "Support", "URLSupport", "CMicroHTTPD", "CSQLite"],
-                resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
-        .executableTarget(name: "mprobe", dependencies: ["Service", "Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support", "URLSupport"]),
+        .target(
+            name: "Service",
+            dependencies: [
+                "Reports", "MediaKit", "Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch",
+                "Support", "URLSupport", "CMicroHTTPD", "CSQLite",
+            ],
+            resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
+        .executableTarget(
+            name: "mprobe",
+            dependencies: [
+                "Service", "Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support",
+                "URLSupport",
+            ]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -50,8 +61,10 @@ let package = Package(
         .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
         // The fast tier: each container's parsers over bytes in memory (seconds, no server, no FFmpeg).
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "MediaSource", "RangeFetch"]),
-        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "MediaSource", "TestSupport"]),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
+        .testTarget(
+            name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "MediaSource", "TestSupport"]),
+        .testTarget(
+            name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),
     ],

@@ -14,8 +14,9 @@ extension ByteCache {
                 let path = dataPath(row)
                 let evicted = try DataFile.lockExclusivelyIfUnused(path: path) {
                     try db.writeTransaction {
-                        try db.query("DELETE FROM resources WHERE id = ? AND generation = ?",
-                                     [.int(row.row), .int(row.number)])
+                        try db.query(
+                            "DELETE FROM resources WHERE id = ? AND generation = ?",
+                            [.int(row.row), .int(row.number)])
                     }
                     unlink(path)
                 }

@@ -18,7 +18,8 @@ extension ByteCache {
         try db.enableWriteAheadLog()
         try db.writeTransaction {
             guard try userVersion(db) < schemaVersion else { return }
-            try db.execute("""
+            try db.execute(
+                """
                 CREATE TABLE IF NOT EXISTS resources(
                     id INTEGER PRIMARY KEY AUTOINCREMENT,
                     key TEXT NOT NULL UNIQUE,
@@ -58,12 +59,14 @@ extension ByteCache {
     static func ensureRow(db: SQLiteDatabase, key: String, url: String) throws -> StoreGeneration {
         try db.writeTransaction {
             let t = now
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO resources(key, url, created, last_access) VALUES(?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET last_access = excluded.last_access, url = excluded.url
                 """, [.text(key), .text(url), .double(t), .double(t)])
             guard let row = try currentGeneration(db: db, key: key) else {
-                throw CacheError.inconsistent(path: db.path, detail: "the row for \(key) vanished inside its transaction")
+                throw CacheError.inconsistent(
+                    path: db.path, detail: "the row for \(key) vanished inside its transaction")
             }
             return row
         }
@@ -102,12 +105,15 @@ extension ByteCache {
     }
 
     private static func withRanges(_ r: CachedResource, _ ranges: ByteRangeSet) -> CachedResource {
-        CachedResource(key: r.key, url: r.url, validators: r.validators, contentType: r.contentType,
-                       created: r.created, lastAccess: r.lastAccess, ranges: ranges)
+        CachedResource(
+            key: r.key, url: r.url, validators: r.validators, contentType: r.contentType,
+            created: r.created, lastAccess: r.lastAccess, ranges: ranges)
     }
 
     /// - Parameter distrusted: rows found impossible that could not be deleted; treated as absent.
-    static func loadResource(db: SQLiteDatabase, key: String, excluding distrusted: Set<Int64>) throws -> CachedResource? {
+    static func loadResource(
+        db: SQLiteDatabase, key: String, excluding distrusted: Set<Int64>
+    ) throws -> CachedResource? {
         var found: (Int64, CachedResource)?
         try db.query("SELECT \(resourceColumns) FROM resources WHERE key = ?", [.text(key)]) {
             found = try resource(from: $0, db: db)
@@ -133,12 +139,16 @@ extension ByteCache {
 
     static func loadEntryState(db: SQLiteDatabase, key: String) throws -> EntryState? {
         var state: EntryState?
-        try db.query("SELECT id, generation, size, etag, last_modified, content_type FROM resources WHERE key = ?",
-                     [.text(key)]) {
-            state = EntryState(generation: StoreGeneration(row: $0.int(0), number: $0.int(1)),
-                               validators: ResourceValidators(size: $0.optionalInt(2), etag: $0.text(3),
-                                                              lastModified: $0.text(4)),
-                               contentType: $0.text(5), ranges: ByteRangeSet())
+        try db.query(
+            "SELECT id, generation, size, etag, last_modified, content_type FROM resources WHERE key = ?",
+            [.text(key)]
+        ) {
+            state = EntryState(
+                generation: StoreGeneration(row: $0.int(0), number: $0.int(1)),
+                validators: ResourceValidators(
+                    size: $0.optionalInt(2), etag: $0.text(3),
+                    lastModified: $0.text(4)),
+                contentType: $0.text(5), ranges: ByteRangeSet())
         }
         if var s = state {
             s.ranges = try loadRanges(db: db, id: s.generation.row)
@@ -149,7 +159,9 @@ extension ByteCache {
 
     /// Adds `newRanges` to the row if it still has `generation`; returns the merged set, or nil
     /// when the row was evicted or moved to a new generation meanwhile (the bytes are then stale).
-    static func addRanges(db: SQLiteDatabase, generation: StoreGeneration, _ newRanges: ByteRangeSet) throws -> ByteRangeSet? {
+    static func addRanges(
+        db: SQLiteDatabase, generation: StoreGeneration, _ newRanges: ByteRangeSet
+    ) throws -> ByteRangeSet? {
         try db.writeTransaction {
             var current: StoreGeneration?
             try db.query("SELECT id, generation FROM resources WHERE id = ?", [.int(generation.row)]) {
@@ -160,11 +172,13 @@ extension ByteCache {
             merged.formUnion(newRanges)
             try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(generation.row)])
             for r in merged.ranges {
-                try db.query("INSERT INTO ranges(resource_id, start, end) VALUES(?, ?, ?)",
-                             [.int(generation.row), .int(r.lowerBound), .int(r.upperBound)])
+                try db.query(
+                    "INSERT INTO ranges(resource_id, start, end) VALUES(?, ?, ?)",
+                    [.int(generation.row), .int(r.lowerBound), .int(r.upperBound)])
             }
-            try db.query("UPDATE resources SET stored_bytes = ?, last_access = ? WHERE id = ?",
-                         [.int(merged.byteCount), .double(now), .int(generation.row)])
+            try db.query(
+                "UPDATE resources SET stored_bytes = ?, last_access = ? WHERE id = ?",
+                [.int(merged.byteCount), .double(now), .int(generation.row)])
             return merged
         }
     }
@@ -173,8 +187,10 @@ extension ByteCache {
     /// stored ranges are dropped and the generation advances (a new data file), in one transaction,
     /// and `incoming` is all that is recorded. nil when
     /// the key has no row (it was evicted or removed meanwhile).
-    static func applyValidators(db: SQLiteDatabase, key: String, url: String, _ incoming: ResourceValidators,
-                                contentType: String?, replacing: Bool = false) throws -> (state: EntryState, dropped: Bool)? {
+    static func applyValidators(
+        db: SQLiteDatabase, key: String, url: String, _ incoming: ResourceValidators,
+        contentType: String?, replacing: Bool = false
+    ) throws -> (state: EntryState, dropped: Bool)? {
         try db.writeTransaction {
             guard var state = try loadEntryState(db: db, key: key) else { return nil }
             let dropped = replacing || state.validators.conflicts(with: incoming)
@@ -187,12 +203,16 @@ extension ByteCache {
                 return (state, false)
             }
             if validators.size == nil { validators.size = state.validators.size }
-            try db.query("""
+            try db.query(
+                """
                 UPDATE resources SET size = ?, etag = ?, last_modified = ?, content_type = COALESCE(?, content_type),
                     generation = ?, stored_bytes = ? WHERE id = ?
-                """, [.optionalInt(validators.size), .optionalText(validators.etag),
-                      .optionalText(validators.lastModified), .optionalText(contentType),
-                      .int(state.generation.number), .int(state.ranges.byteCount), .int(state.generation.row)])
+                """,
+                [
+                    .optionalInt(validators.size), .optionalText(validators.etag),
+                    .optionalText(validators.lastModified), .optionalText(contentType),
+                    .int(state.generation.number), .int(state.ranges.byteCount), .int(state.generation.row),
+                ])
             state.validators = validators
             if let contentType { state.contentType = contentType }
             return (state, dropped)
@@ -211,8 +231,9 @@ extension ByteCache {
             }
             guard current == generation else { return false }
             try db.query("DELETE FROM ranges WHERE resource_id = ?", [.int(generation.row)])
-            try db.query("UPDATE resources SET generation = ?, stored_bytes = 0 WHERE id = ?",
-                         [.int(generation.number + 1), .int(generation.row)])
+            try db.query(
+                "UPDATE resources SET generation = ?, stored_bytes = 0 WHERE id = ?",
+                [.int(generation.number + 1), .int(generation.row)])
             return true
         }
     }
@@ -223,9 +244,12 @@ extension ByteCache {
 
     static func addCounters(db: SQLiteDatabase, _ c: ReadCounters) throws {
         try db.writeTransaction {
-            for (name, value) in [("hits", c.hits), ("misses", c.misses),
-                                  ("bytes_from_cache", c.bytesFromCache), ("bytes_fetched", c.bytesFetched)] {
-                try db.query("""
+            for (name, value) in [
+                ("hits", c.hits), ("misses", c.misses),
+                ("bytes_from_cache", c.bytesFromCache), ("bytes_fetched", c.bytesFetched),
+            ] {
+                try db.query(
+                    """
                     INSERT INTO stats(name, value) VALUES(?, ?)
                     ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
                     """, [.text(name), .int(value)])
@@ -241,10 +265,11 @@ extension ByteCache {
         }
         var values: [String: Int64] = [:]
         try db.query("SELECT name, value FROM stats") { values[$0.text(0) ?? ""] = $0.int(1) }
-        return CacheStats(resources: resources, storedBytes: stored, maxBytes: maxBytes,
-                          hits: values["hits"] ?? 0, misses: values["misses"] ?? 0,
-                          bytesFromCache: values["bytes_from_cache"] ?? 0,
-                          bytesFetched: values["bytes_fetched"] ?? 0)
+        return CacheStats(
+            resources: resources, storedBytes: stored, maxBytes: maxBytes,
+            hits: values["hits"] ?? 0, misses: values["misses"] ?? 0,
+            bytesFromCache: values["bytes_from_cache"] ?? 0,
+            bytesFetched: values["bytes_fetched"] ?? 0)
     }
 
     static func totalStoredBytes(db: SQLiteDatabase) throws -> Int64 {

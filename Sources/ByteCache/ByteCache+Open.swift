@@ -1,4 +1,5 @@
 import CSQLite
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,25 +45,30 @@ extension ByteCache {
                 opened.warnings.insert(contentsOf: warnings, at: 0)
                 return opened
             } catch let damage as IndexDamage where movedAside {
-                throw CacheError.inconsistent(path: layout.indexPath, detail: "a new index is damaged too: \(damage.detail)")
+                throw CacheError.inconsistent(
+                    path: layout.indexPath, detail: "a new index is damaged too: \(damage.detail)")
             } catch let damage as IndexDamage {
                 switch try moveAside(layout, damage, lock: lock) {
                 case .moved(let warning):
                     warnings.append(warning)
                     movedAside = true
                 case .replacedMeanwhile where !lookedAgain, .busy where !lookedAgain:
-                    lookedAgain = true // another process may be repairing it right now
+                    lookedAgain = true  // another process may be repairing it right now
                 case .replacedMeanwhile, .busy:
-                    throw CacheError.inconsistent(path: layout.indexPath, detail: damage.detail
-                        + "; another process has the cache open, so it cannot be moved aside now")
+                    throw CacheError.inconsistent(
+                        path: layout.indexPath,
+                        detail: damage.detail
+                            + "; another process has the cache open, so it cannot be moved aside now")
                 }
             } catch let error as SQLiteError where error.isStorageFailure {
-                return try openReadOnly(layout, because: .indexNotWritable(error.message),
-                                        warnings: warnings + [unwritable(layout, error.message)])
+                return try openReadOnly(
+                    layout, because: .indexNotWritable(error.message),
+                    warnings: warnings + [unwritable(layout, error.message)])
             } catch CacheError.io(let function, _, let code) where code == ENOSPC || code == EDQUOT {
                 // Not even room for an empty index file.
                 let why = "\(function): \(String(cString: strerror(code)))"
-                return try openReadOnly(layout, because: .indexNotWritable(why), warnings: warnings + [unwritable(layout, why)])
+                return try openReadOnly(
+                    layout, because: .indexNotWritable(why), warnings: warnings + [unwritable(layout, why)])
             }
         }
     }
@@ -74,20 +80,25 @@ extension ByteCache {
     /// Opens the index for reading only, trying SQLite's read-only mode, then `immutable=1`. An
     /// index that is missing, not the cache's, or corrupt (and cannot be moved aside here) is
     /// replaced by an empty one in memory: the cache is then empty, not unusable.
-    private static func openReadOnly(_ layout: CacheDirectory, because reason: ReadOnlyReason,
-                                     warnings: [String]) throws -> OpenedIndex {
+    private static func openReadOnly(
+        _ layout: CacheDirectory, because reason: ReadOnlyReason,
+        warnings: [String]
+    ) throws -> OpenedIndex {
         var warnings = warnings
         var opened: OpenedIndex?
         if try FileStatus(layout.indexPath, followingLinks: false) != nil {
             for mode in [SQLiteDatabase.Mode.readOnly, .immutable] {
                 do {
-                    opened = try withDamageFound(inode: nil) { try load(try SQLiteDatabase(path: layout.indexPath, mode: mode), layout) }
+                    opened = try withDamageFound(inode: nil) {
+                        try load(try SQLiteDatabase(path: layout.indexPath, mode: mode), layout)
+                    }
                     break
                 } catch let error as SQLiteError where error.isStorageFailure && mode == .readOnly {
-                    continue // the WAL's shared memory cannot be had: read the file as it is
+                    continue  // the WAL's shared memory cannot be had: read the file as it is
                 } catch let damage as IndexDamage {
-                    warnings.append("the cache index \(layout.indexPath) is corrupt (\(damage.detail)) and cannot be "
-                                    + "replaced, because \(reason.sentence); the cache is treated as empty")
+                    warnings.append(
+                        "the cache index \(layout.indexPath) is corrupt (\(damage.detail)) and cannot be "
+                            + "replaced, because \(reason.sentence); the cache is treated as empty")
                     break
                 }
             }
@@ -112,7 +123,9 @@ extension ByteCache {
     /// elsewhere (a full disk, a lock) and the index must be kept.
     private static func damage(behind error: SQLiteError) -> String? {
         if error.isCorruption { return error.message }
-        if error.code == SQLITE_ERROR && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column")) {
+        if error.code == SQLITE_ERROR
+            && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column"))
+        {
             return "it does not have the cache's tables: \(error.message)"
         }
         // Something else failed: ask SQLite whether the file is sound, on a fresh connection.
@@ -157,10 +170,13 @@ extension ByteCache {
     /// first: a WAL left behind would be replayed into the new index) to
     /// `index.sqlite.corrupt-<unix time>`. Only when no other process has the cache open: SQLite
     /// in a process still using the old file would delete the new index's WAL when it closes.
-    private static func moveAside(_ layout: CacheDirectory, _ damage: IndexDamage, lock: DirectoryLock?) throws -> MoveAside {
+    private static func moveAside(
+        _ layout: CacheDirectory, _ damage: IndexDamage, lock: DirectoryLock?
+    ) throws -> MoveAside {
         guard let lock else { return .busy }
         let outcome = try lock.exclusively(waitingUpTo: 2) { () throws -> MoveAside in
-            guard let now = try FileStatus(layout.indexPath, followingLinks: false), now.info.st_ino == damage.inode else {
+            guard let now = try FileStatus(layout.indexPath, followingLinks: false), now.info.st_ino == damage.inode
+            else {
                 return .replacedMeanwhile
             }
             var aside = layout.indexPath + CacheDirectory.asideMarker + "\(time(nil))"
@@ -176,8 +192,9 @@ extension ByteCache {
                     throw CacheError.io(function: "rename", path: layout.indexPath + suffix, errno: errno)
                 }
             }
-            return .moved(warning: "the cache index \(layout.indexPath) was corrupt (\(damage.detail)); "
-                          + "moved it to \(aside) and started an empty cache")
+            return .moved(
+                warning: "the cache index \(layout.indexPath) was corrupt (\(damage.detail)); "
+                    + "moved it to \(aside) and started an empty cache")
         }
         return outcome ?? .busy
     }

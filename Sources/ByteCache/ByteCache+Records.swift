@@ -22,7 +22,8 @@ extension ByteCache {
     /// page of them: the open-time query that finds a damaged index).
     static func impossibleRecords(db: SQLiteDatabase) throws -> [ImpossibleRecord] {
         var found: [ImpossibleRecord] = []
-        try db.query("""
+        try db.query(
+            """
             SELECT id, url, CASE
                 WHEN typeof(generation) != 'integer' OR generation < 1 OR generation > ?1
                     THEN 'its generation ' || quote(generation) || ' is impossible'
@@ -47,7 +48,8 @@ extension ByteCache {
                 GROUP BY resource_id
             ) ON resource_id = id
             WHERE reason IS NOT NULL
-            """, [.int(largestPlausibleValue)]) {
+            """, [.int(largestPlausibleValue)]
+        ) {
             found.append(ImpossibleRecord(row: $0.int(0), url: $0.text(1) ?? "?", reason: $0.text(2) ?? "?"))
         }
         return found

@@ -1,5 +1,6 @@
 import Synchronization
 import URLSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,8 +35,10 @@ public final class ByteCache: Sendable {
     private let counters = AtomicReadCounters()
     private let noted: Mutex<[String]>
 
-    public init(directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
-                urlRules: URLRules = .standard) throws {
+    public init(
+        directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,
+        urlRules: URLRules = .standard
+    ) throws {
         self.directory = directory
         self.maxBytes = maxBytes
         self.urlRules = urlRules
@@ -120,7 +123,8 @@ public final class ByteCache: Sendable {
     /// The index state of `key`, unless its row is distrusted.
     func loadEntryState(key: String) throws -> EntryState? {
         guard let state = try index.withLock({ try ByteCache.loadEntryState(db: $0, key: key) }),
-              !distrusted.contains(state.generation.row) else { return nil }
+            !distrusted.contains(state.generation.row)
+        else { return nil }
         return state
     }
 
@@ -149,7 +153,8 @@ public final class ByteCache: Sendable {
         guard readOnly == nil else { return }
         try index.withLock { db in
             guard let state = try ByteCache.loadEntryState(db: db, key: key), state.ranges.isEmpty,
-                  state.validators == ResourceValidators() else { return }
+                state.validators == ResourceValidators()
+            else { return }
             try ByteCache.deleteRow(db: db, id: state.generation.row)
             try CacheDirectory.remove(dataPath(state.generation))
         }
@@ -172,8 +177,10 @@ public final class ByteCache: Sendable {
     ///
     /// Freeing data files before their rows are gone is safe: a row whose data file is missing
     /// or short is dropped when it is next opened (`CacheEntry`), never read.
-    private func withWritableIndex(freeingSpace freeSpace: @Sendable () throws -> Void,
-                                   _ body: @Sendable (SQLiteDatabase) throws -> Void) throws {
+    private func withWritableIndex(
+        freeingSpace freeSpace: @Sendable () throws -> Void,
+        _ body: @Sendable (SQLiteDatabase) throws -> Void
+    ) throws {
         func attempt(_ db: SQLiteDatabase) throws {
             do {
                 try body(db)
@@ -208,8 +215,10 @@ public final class ByteCache: Sendable {
 
     /// Counts one read: a hit if served wholly from the cache, else a miss.
     public func recordRead(fromCache: Int64, fetched: Int64) {
-        counters.add(ReadCounters(hits: fetched == 0 ? 1 : 0, misses: fetched == 0 ? 0 : 1,
-                                  bytesFromCache: fromCache, bytesFetched: fetched))
+        counters.add(
+            ReadCounters(
+                hits: fetched == 0 ? 1 : 0, misses: fetched == 0 ? 0 : 1,
+                bytesFromCache: fromCache, bytesFetched: fetched))
     }
 
     /// Adds the in-memory counters to the index. Called when entries close and before `stats()`.
@@ -240,9 +249,10 @@ final class AtomicReadCounters: Sendable {
 
     /// What was counted, leaving zero.
     func take() -> ByteCache.ReadCounters {
-        ByteCache.ReadCounters(hits: hits.exchange(0, ordering: .relaxed), misses: misses.exchange(0, ordering: .relaxed),
-                               bytesFromCache: bytesFromCache.exchange(0, ordering: .relaxed),
-                               bytesFetched: bytesFetched.exchange(0, ordering: .relaxed))
+        ByteCache.ReadCounters(
+            hits: hits.exchange(0, ordering: .relaxed), misses: misses.exchange(0, ordering: .relaxed),
+            bytesFromCache: bytesFromCache.exchange(0, ordering: .relaxed),
+            bytesFetched: bytesFetched.exchange(0, ordering: .relaxed))
     }
 }
 

@@ -26,8 +26,8 @@ final class ByteRangeLock: Sendable {
 
     // <bits/fcntl-linux.h> defines these only under _GNU_SOURCE, which Swift's Glibc module does
     // not set; the values are Linux's ABI (since 3.15, on every architecture).
-    private static let getLock: Int32 = 36 // F_OFD_GETLK
-    private static let setLock: Int32 = 37 // F_OFD_SETLK
+    private static let getLock: Int32 = 36  // F_OFD_GETLK
+    private static let setLock: Int32 = 37  // F_OFD_SETLK
 
     private func description(_ type: Int32, _ range: Range<Int64>) -> flock {
         var lock = flock()
@@ -35,7 +35,7 @@ final class ByteRangeLock: Sendable {
         lock.l_whence = Int16(SEEK_SET)
         lock.l_start = off_t(range.lowerBound)
         lock.l_len = off_t(range.count)
-        lock.l_pid = 0 // required for OFD locks
+        lock.l_pid = 0  // required for OFD locks
         return lock
     }
 

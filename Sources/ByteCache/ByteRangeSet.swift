@@ -99,7 +99,7 @@ public struct ByteRangeSet: Sendable, Equatable, CustomStringConvertible {
 
     /// Length of the covered run starting exactly at `offset` (0 when `offset` is not covered).
     public func coveredLength(from offset: Int64) -> Int64 {
-        guard offset < Int64.max else { return 0 } // nothing can be stored at the last offset
+        guard offset < Int64.max else { return 0 }  // nothing can be stored at the last offset
         let i = firstIndex(endingAtOrAfter: offset + 1)
         guard i < ranges.count, ranges[i].lowerBound <= offset else { return 0 }
         return ranges[i].upperBound - offset

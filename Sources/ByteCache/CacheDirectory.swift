@@ -20,7 +20,8 @@ struct CacheDirectory: Sendable {
     /// Marks the directory as a cache, to mprobe and (by the Cache Directory Tagging convention,
     /// whose first line this is) to backup tools, which then skip it.
     var tagPath: String { path + "/CACHEDIR.TAG" }
-    static let tagText = "Signature: 8a477f597d28d172789f06886806bc55\n"
+    static let tagText =
+        "Signature: 8a477f597d28d172789f06886806bc55\n"
         + "# This directory is mprobe's cache of media bytes; `mprobe cache clear` empties it.\n"
     /// The index and the files SQLite keeps next to it.
     var indexFiles: [String] { ["", "-wal", "-shm", "-journal"].map { indexPath + $0 } }
@@ -47,7 +48,8 @@ struct CacheDirectory: Sendable {
         // third may have made an empty `data/` meanwhile). Another tool's tag may be a start of
         // ours too (its first line is the convention's): then anything more is not ours.
         case .beingWritten where names == ["CACHEDIR.TAG"]: return
-        case .beingWritten where Set(names) == ["CACHEDIR.TAG", "data"] && (try? CacheDirectory.names(in: dataPath))?.isEmpty == true:
+        case .beingWritten
+        where Set(names) == ["CACHEDIR.TAG", "data"] && (try? CacheDirectory.names(in: dataPath))?.isEmpty == true:
             return
         case .beingWritten, .foreign: throw CacheError.notACache(path: path, holds: names.sorted())
         }
@@ -77,7 +79,7 @@ struct CacheDirectory: Sendable {
         }
         defer { close(fd) }
         let text = Array(CacheDirectory.tagText.utf8)
-        if write(fd, text, text.count) != text.count { unlink(tagPath) } // a partial tag is no tag
+        if write(fd, text, text.count) != text.count { unlink(tagPath) }  // a partial tag is no tag
     }
 
     /// Makes the directory and `data/` (0700) if missing, tightens loose modes of what is there,
@@ -118,7 +120,9 @@ struct CacheDirectory: Sendable {
     /// The same directory named without symbolic links (`~/.cache` is often one): SQLite refuses
     /// to open a database whose path goes through a link, and the files below are opened by name.
     func resolved() throws -> CacheDirectory {
-        guard let real = realpath(path, nil) else { throw CacheError.io(function: "realpath", path: path, errno: errno) }
+        guard let real = realpath(path, nil) else {
+            throw CacheError.io(function: "realpath", path: path, errno: errno)
+        }
         defer { free(real) }
         return CacheDirectory(path: String(cString: real))
     }
@@ -157,11 +161,15 @@ struct CacheDirectory: Sendable {
 
     /// The names in `directory`, without `.` and `..`.
     static func names(in directory: String) throws -> [String] {
-        guard let dir = opendir(directory) else { throw CacheError.io(function: "opendir", path: directory, errno: errno) }
+        guard let dir = opendir(directory) else {
+            throw CacheError.io(function: "opendir", path: directory, errno: errno)
+        }
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         return names
@@ -214,7 +222,9 @@ struct FileStatus {
         if type == S_IFLNK { throw CacheError.unsafe(path: path, reason: "it is a symbolic link") }
         guard type == S_IFREG else { throw CacheError.unsafe(path: path, reason: "it is not a regular file") }
         try requireOwner(path)
-        guard info.st_nlink <= 1 else { throw CacheError.unsafe(path: path, reason: "it has \(info.st_nlink) hard links") }
+        guard info.st_nlink <= 1 else {
+            throw CacheError.unsafe(path: path, reason: "it has \(info.st_nlink) hard links")
+        }
     }
 
     private func requireOwner(_ path: String) throws {

@@ -19,7 +19,7 @@ extension CacheEntry {
         while true {
             guard let conflict = try lock.conflict(in: wanted) else {
                 if try lock.tryLock(wanted) { return FetchClaim(range: wanted, lock: lock) }
-                continue // another claim came between the test and the lock: look again
+                continue  // another claim came between the test and the lock: look again
             }
             if conflict > wanted.lowerBound {
                 // Someone else fetches from `conflict` on: claim the bytes before it (and look for

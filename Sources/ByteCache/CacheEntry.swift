@@ -37,8 +37,9 @@ public final class CacheEntry: RangeStore {
         /// An entry that serves nothing and stores nothing. Its generation matches no row, so the
         /// index's ranges are never merged into it.
         static func empty(refusal: CacheError) -> State {
-            State(file: nil, generation: StoreGeneration(row: 0, number: 0), validators: ResourceValidators(),
-                  committed: ByteRangeSet(), refusal: refusal)
+            State(
+                file: nil, generation: StoreGeneration(row: 0, number: 0), validators: ResourceValidators(),
+                committed: ByteRangeSet(), refusal: refusal)
         }
     }
     private let state: BlockingLock<State>
@@ -56,7 +57,9 @@ public final class CacheEntry: RangeStore {
         try? commit()
         try? cache.flushCounters()
         // An entry that never heard from the origin (a 404, an unreachable host) leaves no row behind.
-        let untouched = state.withLock { $0.refusal == nil && $0.committed.isEmpty && $0.validators == ResourceValidators() }
+        let untouched = state.withLock {
+            $0.refusal == nil && $0.committed.isEmpty && $0.validators == ResourceValidators()
+        }
         if untouched { try? cache.removeIfEmpty(key: key) }
     }
 
@@ -67,15 +70,18 @@ public final class CacheEntry: RangeStore {
     /// the file holds what the row records (else drops the row and starts over).
     private static func attach(cache: ByteCache, key: String, url: String) throws -> State {
         if let reason = cache.readOnly {
-            return try attachReadOnly(cache: cache, key: key, url: url,
-                                      refusal: .readOnly(path: cache.directory, reason: reason.sentence))
+            return try attachReadOnly(
+                cache: cache, key: key, url: url,
+                refusal: .readOnly(path: cache.directory, reason: reason.sentence))
         }
         while true {
             let row: StoreGeneration
             if let existing = try cache.index.withLock({ try ByteCache.currentGeneration(db: $0, key: key) }) {
                 guard !cache.distrusted.contains(existing.row) else {
-                    return .empty(refusal: .inconsistent(path: cache.layout.indexPath,
-                                                         detail: "the record of \(url) is impossible and could not be dropped"))
+                    return .empty(
+                        refusal: .inconsistent(
+                            path: cache.layout.indexPath,
+                            detail: "the record of \(url) is impossible and could not be dropped"))
                 }
                 touch(existing, in: cache)
                 row = existing
@@ -89,7 +95,7 @@ public final class CacheEntry: RangeStore {
             }
             let file = try DataFile(path: cache.dataPath(row))
             guard let loaded = try cache.loadEntryState(key: key), loaded.generation == row else {
-                try CacheDirectory.remove(file.path) // evicted while we opened it: this file belongs to no row
+                try CacheDirectory.remove(file.path)  // evicted while we opened it: this file belongs to no row
                 continue
             }
             if let problem = try ByteCache.missingBytes(loaded.ranges, in: file) {
@@ -112,7 +118,8 @@ public final class CacheEntry: RangeStore {
     }
 
     /// What a read-only cache holds for `key`, creating and writing nothing.
-    private static func attachReadOnly(cache: ByteCache, key: String, url: String, refusal: CacheError) throws -> State {
+    private static func attachReadOnly(cache: ByteCache, key: String, url: String, refusal: CacheError) throws -> State
+    {
         guard let loaded = try cache.loadEntryState(key: key) else { return .empty(refusal: refusal) }
         let path = cache.dataPath(loaded.generation)
         guard let file = try DataFile.existing(readOnly: path) else {
@@ -123,11 +130,14 @@ public final class CacheEntry: RangeStore {
             ignore(problem)
             return .empty(refusal: refusal)
         }
-        return State(file: file, generation: loaded.generation, validators: loaded.validators,
-                     committed: loaded.ranges, refusal: refusal)
+        return State(
+            file: file, generation: loaded.generation, validators: loaded.validators,
+            committed: loaded.ranges, refusal: refusal)
 
         func ignore(_ problem: String) {
-            cache.warn(ByteCache.ImpossibleRecord(row: loaded.generation.row, url: url, reason: problem).warning(dropped: false))
+            cache.warn(
+                ByteCache.ImpossibleRecord(row: loaded.generation.row, url: url, reason: problem).warning(
+                    dropped: false))
         }
     }
 
@@ -188,9 +198,12 @@ public final class CacheEntry: RangeStore {
             guard known.conflicts(with: incoming) || known.merged(with: incoming) != known else { return false }
             throw refusal
         }
-        guard let (loaded, dropped) = try cache.index.withLock({
-            try ByteCache.applyValidators(db: $0, key: key, url: url, incoming, contentType: contentType, replacing: replacing)
-        }) else {
+        guard
+            let (loaded, dropped) = try cache.index.withLock({
+                try ByteCache.applyValidators(
+                    db: $0, key: key, url: url, incoming, contentType: contentType, replacing: replacing)
+            })
+        else {
             // The row was evicted or removed meanwhile: make a new one and record there.
             try moveOn(from: before)
             return try applyValidators(incoming, contentType: contentType, replacing: replacing)
@@ -202,8 +215,11 @@ public final class CacheEntry: RangeStore {
         }
         if dropped {
             // New content: the old version's file goes once no one has it open.
-            try CacheDirectory.remove(cache.dataPath(StoreGeneration(row: loaded.generation.row,
-                                                                     number: loaded.generation.number - 1)))
+            try CacheDirectory.remove(
+                cache.dataPath(
+                    StoreGeneration(
+                        row: loaded.generation.row,
+                        number: loaded.generation.number - 1)))
         }
         return dropped
     }
@@ -269,7 +285,9 @@ public final class CacheEntry: RangeStore {
         let merged: ByteRangeSet?
         do {
             try batch.file.sync()
-            merged = try cache.index.withLock { try ByteCache.addRanges(db: $0, generation: batch.generation, batch.ranges) }
+            merged = try cache.index.withLock {
+                try ByteCache.addRanges(db: $0, generation: batch.generation, batch.ranges)
+            }
         } catch {
             state.withLock { s in
                 s.committing = s.committing.subtracting(batch.ranges.ranges)
@@ -296,8 +314,12 @@ public final class CacheEntry: RangeStore {
         // The file object is one generation's; if the entry moves on meanwhile, the bytes read
         // from it are still of the generation taken here.
         let (file, length, generation, validators) = state.withLock { s in
-            (s.file, max(s.committed.coveredLength(from: offset), s.committing.coveredLength(from: offset),
-                         s.pending.coveredLength(from: offset)), s.generation, s.validators)
+            (
+                s.file,
+                max(
+                    s.committed.coveredLength(from: offset), s.committing.coveredLength(from: offset),
+                    s.pending.coveredLength(from: offset)), s.generation, s.validators
+            )
         }
         let n = Int(min(Int64(buffer.count), length))
         if n > 0, let file {

@@ -26,8 +26,9 @@ public struct ResourceValidators: Sendable, Equatable {
 
     /// Fields of `other` fill the ones this value does not know.
     public func merged(with other: ResourceValidators) -> ResourceValidators {
-        ResourceValidators(size: other.size ?? size, etag: other.etag ?? etag,
-                           lastModified: other.lastModified ?? lastModified)
+        ResourceValidators(
+            size: other.size ?? size, etag: other.etag ?? etag,
+            lastModified: other.lastModified ?? lastModified)
     }
 }
 

@@ -56,7 +56,9 @@ final class DataFile: Sendable {
     private static func check(fd: Int32, path: String, writable: Bool) throws {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CacheError.io(function: "fstat", path: path, errno: errno) }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw CacheError.unsafe(path: path, reason: "it is not a regular file") }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw CacheError.unsafe(path: path, reason: "it is not a regular file")
+        }
         guard st.st_uid == geteuid() else {
             throw CacheError.unsafe(path: path, reason: "it belongs to user \(st.st_uid), not to user \(geteuid())")
         }
@@ -114,7 +116,7 @@ final class DataFile: Sendable {
     /// Tries to take the exclusive lock that eviction needs; false if anyone holds the file open.
     static func lockExclusivelyIfUnused(path: String, _ body: () throws -> Void) rethrows -> Bool {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0 { try body(); return true } // no data file (or a planted link): nothing can be using it
+        if fd < 0 { try body(); return true }  // no data file (or a planted link): nothing can be using it
         defer { close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         try body()

@@ -37,7 +37,9 @@ final class DirectoryLock: Sendable {
         // both want it exclusively do not wait for each other forever.
         var waited = 0.0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else { throw CacheError.io(function: "flock", path: path, errno: errno) }
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                throw CacheError.io(function: "flock", path: path, errno: errno)
+            }
             guard waited < seconds else {
                 guard flock(fd, LOCK_SH) == 0 else { throw CacheError.io(function: "flock", path: path, errno: errno) }
                 return nil

@@ -58,7 +58,8 @@ public final class MemoryRangeStore: RangeStore {
         state.withLock { s in
             guard s.generation == generation.number else { return false }
             if let last = s.blocks.indices.last, s.blocks[last].end == offset,
-               s.blocks[last].bytes.count + bytes.count <= blockSize {
+                s.blocks[last].bytes.count + bytes.count <= blockSize
+            {
                 s.blocks[last].bytes.append(contentsOf: bytes)
             } else {
                 var block = Block(offset: offset, bytes: [])
@@ -94,7 +95,8 @@ public final class MemoryRangeStore: RangeStore {
                 }
                 copied += n
             }
-            return StoredRead(count: copied, generation: StoreGeneration(row: 0, number: s.generation), validators: s.validators)
+            return StoredRead(
+                count: copied, generation: StoreGeneration(row: 0, number: s.generation), validators: s.validators)
         }
     }
 

@@ -1,4 +1,5 @@
 import CSQLite
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -107,7 +108,8 @@ public final class SQLiteDatabase {
 
     private func check(_ rc: Int32, _ function: String) throws {
         guard rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE else {
-            throw SQLiteError(code: rc & 0xff, function: function, path: path, message: SQLiteDatabase.message(of: handle, code: rc))
+            throw SQLiteError(
+                code: rc & 0xff, function: function, path: path, message: SQLiteDatabase.message(of: handle, code: rc))
         }
     }
 
@@ -117,7 +119,8 @@ public final class SQLiteDatabase {
     }
 
     /// Runs `sql` with `bindings`, calling `row` for each result row.
-    public func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws {
+    public func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws
+    {
         var stmt: OpaquePointer?
         try check(sqlite3_prepare_v2(handle, sql, -1, &stmt, nil), "sqlite3_prepare_v2")
         guard let stmt else { return }

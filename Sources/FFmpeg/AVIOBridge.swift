@@ -39,8 +39,11 @@ final class AVIOBridge {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "av_malloc")
         }
         let opaque = Unmanaged.passUnretained(self).toOpaque()
-        guard let ctx = ff.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 0, opaque,
-                                           avioRead, nil, avioSeek) else {
+        guard
+            let ctx = ff.avio_alloc_context(
+                buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 0, opaque,
+                avioRead, nil, avioSeek)
+        else {
             ff.av_free(buffer)
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avio_alloc_context")
         }

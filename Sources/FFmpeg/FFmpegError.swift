@@ -11,7 +11,9 @@ public struct FFmpegError: Error, CustomStringConvertible, Equatable {
     /// FFmpeg found the data invalid (`AVERROR_INVALIDDATA`): for an open, no container it knows.
     public var isInvalidData: Bool { code == mp_averror_invaliddata() }
 
-    public var description: String { "\(FFmpegError.activity(function)) failed: \(FFmpegError.meaning(of: code)) (\(function))" }
+    public var description: String {
+        "\(FFmpegError.activity(function)) failed: \(FFmpegError.meaning(of: code)) (\(function))"
+    }
 
     /// FFmpeg's text for an AVERROR code (`av_strerror`).
     public static func message(for code: Int32) -> String {

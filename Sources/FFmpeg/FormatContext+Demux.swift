@@ -24,7 +24,9 @@ extension FormatContext {
     /// Seeks every stream to the key frame at or before `seconds` (absolute, as the container counts).
     /// The corresponding FFmpeg function is `avformat_seek_file`.
     package func seek(seconds: Double) throws {
-        let target = Int64(exactly: (seconds * Double(AV_TIME_BASE)).rounded(.towardZero)) ?? (seconds < 0 ? Int64.min : Int64.max)
+        let target =
+            Int64(exactly: (seconds * Double(AV_TIME_BASE)).rounded(.towardZero))
+            ?? (seconds < 0 ? Int64.min : Int64.max)
         let rc = ff.avformat_seek_file(pointer, -1, Int64.min, target, target, 0)
         if rc < 0 { throw failure(rc, "avformat_seek_file") }
     }
@@ -38,7 +40,8 @@ extension FormatContext {
     /// `seconds` in stream `index`'s time base, rounded down (saturating for absurd values).
     package func timestamp(_ seconds: Double, stream index: Int) -> Int64 {
         guard let tb = stream(index)?.pointee.time_base, tb.num > 0 else { return 0 }
-        return Int64(exactly: (seconds * Double(tb.den) / Double(tb.num)).rounded(.down)) ?? (seconds < 0 ? Int64.min : Int64.max)
+        return Int64(exactly: (seconds * Double(tb.den) / Double(tb.num)).rounded(.down))
+            ?? (seconds < 0 ? Int64.min : Int64.max)
     }
 
     /// The stream's own duration in seconds, when it states one.

@@ -53,7 +53,8 @@ extension FormatContext {
     /// libavcodec numbers one lower as its profile.
     static func profile(_ par: AVCodecParameters) -> Int32 {
         guard par.profile == FF_PROFILE_UNKNOWN, par.codec_id == AV_CODEC_ID_AAC, par.extradata_size >= 1,
-              let config = par.extradata else { return par.profile }
+            let config = par.extradata
+        else { return par.profile }
         let objectType = Int32(config[0] >> 3)
         return (1..<31).contains(objectType) ? objectType - 1 : par.profile
     }
@@ -65,7 +66,9 @@ extension FormatContext {
         var info = TrackInfo(
             index: Int(s.index), kind: TrackInfo.Kind(par.codec_type),
             codec: FormatContext.codecName(par.codec_id),
-            codecLongName: ff.avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map { String(cString: $0) },
+            codecLongName: ff.avcodec_descriptor_get(par.codec_id).flatMap { $0.pointee.long_name }.map {
+                String(cString: $0)
+            },
             profile: ff.avcodec_profile_name(par.codec_id, FormatContext.profile(par)).map { String(cString: $0) },
             bitRate: par.bit_rate > 0 ? par.bit_rate : nil,
             duration: s.duration == mp_av_nopts_value() || s.duration < 0 ? nil : Double(s.duration) * timeBase,
@@ -79,7 +82,9 @@ extension FormatContext {
             let rate = s.avg_frame_rate.num > 0 && s.avg_frame_rate.den > 0 ? s.avg_frame_rate : s.r_frame_rate
             if rate.num > 0 && rate.den > 0 { info.frameRate = Double(rate.num) / Double(rate.den) }
             if par.format >= 0 {
-                info.pixelFormat = ff.av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) }
+                info.pixelFormat = ff.av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map {
+                    String(cString: $0)
+                }
             }
             let rotation = mp_stream_rotation(st)
             if !rotation.isNaN { info.rotation = rotation == 0 ? 0 : rotation }
@@ -88,8 +93,11 @@ extension FormatContext {
             info.channels = par.ch_layout.nb_channels > 0 ? Int(par.ch_layout.nb_channels) : nil
             var layout = par.ch_layout
             var buffer = [CChar](repeating: 0, count: 128)
-            if par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC, ff.av_channel_layout_describe(&layout, &buffer, buffer.count) > 0 {
-                info.channelLayout = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC,
+                ff.av_channel_layout_describe(&layout, &buffer, buffer.count) > 0
+            {
+                info.channelLayout = String(
+                    decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         default: break
         }

@@ -12,10 +12,11 @@ extension FormatContext {
         let selected = try (0..<streamCount).filter { try matches(stream: $0, specifier) }
         let programs = (0..<Int(fc.nb_programs)).compactMap { fc.programs[$0] }.map { p in
             let indexes = (0..<Int(p.pointee.nb_stream_indexes)).map { Int(p.pointee.stream_index[$0]) }
-            return ProgramDetails(id: Int(p.pointee.id), number: Int(p.pointee.program_num),
-                                  streamCount: Int(p.pointee.nb_stream_indexes), pmtPID: Int(p.pointee.pmt_pid),
-                                  pcrPID: Int(p.pointee.pcr_pid), tags: FormatContext.tags(p.pointee.metadata),
-                                  streamIndexes: indexes.filter(selected.contains))
+            return ProgramDetails(
+                id: Int(p.pointee.id), number: Int(p.pointee.program_num),
+                streamCount: Int(p.pointee.nb_stream_indexes), pmtPID: Int(p.pointee.pmt_pid),
+                pcrPID: Int(p.pointee.pcr_pid), tags: FormatContext.tags(p.pointee.metadata),
+                streamIndexes: indexes.filter(selected.contains))
         }
         let size = ff.avio_size(fc.pb)
         let format = FormatDetails(
@@ -33,7 +34,9 @@ extension FormatContext {
     private func matches(stream index: Int, _ specifier: String?) throws -> Bool {
         guard let specifier, let st = stream(index) else { return true }
         let rc = ff.avformat_match_stream_specifier(pointer, st, specifier)
-        guard rc >= 0 else { throw InvalidOption("select_streams", "'\(specifier)' is not a stream specifier FFmpeg understands") }
+        guard rc >= 0 else {
+            throw InvalidOption("select_streams", "'\(specifier)' is not a stream specifier FFmpeg understands")
+        }
         return rc > 0
     }
 
@@ -54,7 +57,8 @@ extension FormatContext {
             codecType: ff.av_get_media_type_string(par.codec_type).map { String(cString: $0) },
             codecTagString: FormatContext.text(tag), codecTag: par.codec_tag,
             id: showsIDs ? s.id : nil,
-            realFrameRate: Rational(s.r_frame_rate), averageFrameRate: Rational(s.avg_frame_rate), timeBase: Rational(s.time_base),
+            realFrameRate: Rational(s.r_frame_rate), averageFrameRate: Rational(s.avg_frame_rate),
+            timeBase: Rational(s.time_base),
             startPTS: s.start_time == mp_av_nopts_value() ? nil : s.start_time,
             startTime: FormatContext.seconds(s.start_time, s.time_base),
             durationTS: s.duration == mp_av_nopts_value() ? nil : s.duration,
@@ -82,12 +86,17 @@ extension FormatContext {
             width: Int(par.width), height: Int(par.height), hasBFrames: Int(par.video_delay),
             pixelFormat: ff.av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)).map { String(cString: $0) },
             level: Int(par.level),
-            colorRange: par.color_range == AVCOL_RANGE_UNSPECIFIED ? nil : ff.av_color_range_name(par.color_range).map { String(cString: $0) },
-            colorSpace: par.color_space == AVCOL_SPC_UNSPECIFIED ? nil : ff.av_color_space_name(par.color_space).map { String(cString: $0) },
-            colorTransfer: par.color_trc == AVCOL_TRC_UNSPECIFIED ? nil : ff.av_color_transfer_name(par.color_trc).map { String(cString: $0) },
-            colorPrimaries: par.color_primaries == AVCOL_PRI_UNSPECIFIED ? nil
+            colorRange: par.color_range == AVCOL_RANGE_UNSPECIFIED
+                ? nil : ff.av_color_range_name(par.color_range).map { String(cString: $0) },
+            colorSpace: par.color_space == AVCOL_SPC_UNSPECIFIED
+                ? nil : ff.av_color_space_name(par.color_space).map { String(cString: $0) },
+            colorTransfer: par.color_trc == AVCOL_TRC_UNSPECIFIED
+                ? nil : ff.av_color_transfer_name(par.color_trc).map { String(cString: $0) },
+            colorPrimaries: par.color_primaries == AVCOL_PRI_UNSPECIFIED
+                ? nil
                 : ff.av_color_primaries_name(par.color_primaries).map { String(cString: $0) },
-            chromaLocation: par.chroma_location == AVCHROMA_LOC_UNSPECIFIED ? nil
+            chromaLocation: par.chroma_location == AVCHROMA_LOC_UNSPECIFIED
+                ? nil
                 : ff.av_chroma_location_name(par.chroma_location).map { String(cString: $0) },
             fieldOrder: FormatContext.fieldOrderNames[par.field_order])
         // The stream's ratio, else the codec's; the display ratio reduced as ffprobe does it (the
@@ -109,7 +118,9 @@ extension FormatContext {
     private static func audio(_ par: AVCodecParameters) -> AudioDetails {
         var layout = par.ch_layout
         var text = [CChar](repeating: 0, count: 128)
-        let described = par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC && ff.av_channel_layout_describe(&layout, &text, text.count) >= 0
+        let described =
+            par.ch_layout.order != AV_CHANNEL_ORDER_UNSPEC
+            && ff.av_channel_layout_describe(&layout, &text, text.count) >= 0
         return AudioDetails(
             sampleFormat: ff.av_get_sample_fmt_name(AVSampleFormat(rawValue: par.format)).map { String(cString: $0) },
             sampleRate: Int(par.sample_rate), channels: Int(par.ch_layout.nb_channels),

@@ -10,7 +10,9 @@ extension FormatContext {
 
     /// The points the index knows by position only, with size 0: Matroska's Cues (each the cluster
     /// a key frame starts), an MP3's Xing table of contents (each hundredth of the duration).
-    package func positionedPoints(stream index: Int) -> [IndexEntry] { entries(stream: index, sized: false).filter(\.isKeyframe) }
+    package func positionedPoints(stream index: Int) -> [IndexEntry] {
+        entries(stream: index, sized: false).filter(\.isKeyframe)
+    }
 
     /// Tells the demuxer that stream `index` has a key frame at `timestamp` in the element at
     /// `position` (a Matroska Cluster): its seeks land there, as on a Cue point.
@@ -29,16 +31,19 @@ extension FormatContext {
         var entries: [IndexEntry] = []
         entries.reserveCapacity(Int(max(0, count)))
         for i in 0..<max(0, count) {
-            guard let e = ff.avformat_index_get_entry(st, i), e.pointee.pos >= 0, (mp_index_entry_size(e) > 0) == sized else { continue }
+            guard let e = ff.avformat_index_get_entry(st, i), e.pointee.pos >= 0, (mp_index_entry_size(e) > 0) == sized
+            else { continue }
             // A damaged moov can place a sample past any file (offsets near 2^63) or at a time that
             // overflows: such a sample cannot be fetched or seeked to, so it is left out.
             let size = Int64(mp_index_entry_size(e))
             let (timestamp, overflow) = e.pointee.timestamp.addingReportingOverflow(delay)
             guard e.pointee.pos <= ResponseInfo.maxResourceSize - size, !overflow else { continue }
-            entries.append(IndexEntry(position: e.pointee.pos, size: size,
-                                      time: Double(timestamp) * scale, timestamp: timestamp,
-                                      decodeTime: Double(e.pointee.timestamp) * scale,
-                                      isKeyframe: mp_index_entry_is_keyframe(e) != 0))
+            entries.append(
+                IndexEntry(
+                    position: e.pointee.pos, size: size,
+                    time: Double(timestamp) * scale, timestamp: timestamp,
+                    decodeTime: Double(e.pointee.timestamp) * scale,
+                    isKeyframe: mp_index_entry_is_keyframe(e) != 0))
         }
         return entries.sorted { $0.time < $1.time }
     }
@@ -52,9 +57,10 @@ extension FormatContext {
     /// the stream's start time (first PTS) minus its first DTS; 0 without an index.
     package func decodeDelay(stream index: Int) -> Int64 {
         guard let st = stream(index), ff.avformat_index_get_entries_count(st) > 0,
-              let first = ff.avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value() else { return 0 }
+            let first = ff.avformat_index_get_entry(st, 0), st.pointee.start_time != mp_av_nopts_value()
+        else { return 0 }
         let (delay, overflow) = st.pointee.start_time.subtractingReportingOverflow(first.pointee.timestamp)
-        return overflow ? 0 : max(0, delay) // times near ±2^63 come only from damaged files
+        return overflow ? 0 : max(0, delay)  // times near ±2^63 come only from damaged files
     }
 
     /// Whether the stream's first presentation time is known (from its header or first packets).
@@ -96,7 +102,8 @@ extension FormatContext {
         let duration = Int64(exactly: (seconds * Double(AV_TIME_BASE)).rounded()) ?? 0
         guard duration > 0 else { return }
         pointer.pointee.duration = duration
-        pointer.pointee.bit_rate = Int64(exactly: (Double(bytes) * 8 * Double(AV_TIME_BASE) / Double(duration)).rounded(.down)) ?? 0
+        pointer.pointee.bit_rate =
+            Int64(exactly: (Double(bytes) * 8 * Double(AV_TIME_BASE) / Double(duration)).rounded(.down)) ?? 0
     }
 
     /// The stream libavformat would pick for `kind` (the default track), if any.

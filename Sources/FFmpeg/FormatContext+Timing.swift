@@ -24,13 +24,15 @@ extension FormatContext {
         guard let st = stream(index)?.pointee else { return nil }
         let par = st.codecpar.pointee
         let kind = TrackInfo.Kind(par.codec_type)
-        let frame: (Int64, Int64) = switch kind {
-        case .video: (Int64(st.r_frame_rate.den), Int64(st.r_frame_rate.num))
-        case .audio: (Int64(ff.av_get_audio_frame_duration2(st.codecpar, 1)), Int64(par.sample_rate))
-        default: (0, 0)
-        }
-        return StreamTiming(id: st.id, start: Packet.known(st.start_time), timeBase: (st.time_base.num, st.time_base.den),
-                            frame: frame, kind: kind)
+        let frame: (Int64, Int64) =
+            switch kind {
+            case .video: (Int64(st.r_frame_rate.den), Int64(st.r_frame_rate.num))
+            case .audio: (Int64(ff.av_get_audio_frame_duration2(st.codecpar, 1)), Int64(par.sample_rate))
+            default: (0, 0)
+            }
+        return StreamTiming(
+            id: st.id, start: Packet.known(st.start_time), timeBase: (st.time_base.num, st.time_base.den),
+            frame: frame, kind: kind)
     }
 
     /// Sets the duration of stream `index`, found outside libavformat, in its time base.

@@ -39,7 +39,9 @@ public final class FormatContext {
     /// Opens `source` and reads the container header; with `findStreamInfo`, also reads the first
     /// packets as libavformat needs to fill in what the header lacks (pixel format, frame rate...).
     /// The corresponding FFmpeg functions are `avformat_open_input` and `avformat_find_stream_info`.
-    public convenience init(source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil) throws {
+    public convenience init(
+        source: any MediaSource, findStreamInfo: Bool = true, cancellation: Cancellation? = nil
+    ) throws {
         try self.init(source: source, findStreamInfo: findStreamInfo, fragments: .every, cancellation: cancellation)
     }
 
@@ -52,12 +54,15 @@ public final class FormatContext {
     /// head alone (that many times `headAnalysisBytes`) instead of libavformat's 5 s: without an
     /// index that is bytes nobody else needs, and the durations come from the tail's timestamps
     /// all the same.
-    public init(source: any MediaSource, findStreamInfo: Bool, fragments: Fragments, headAnalysis: Int64 = 0,
-                readSize: Int32? = nil, cancellation: Cancellation?) throws {
+    public init(
+        source: any MediaSource, findStreamInfo: Bool, fragments: Fragments, headAnalysis: Int64 = 0,
+        readSize: Int32? = nil, cancellation: Cancellation?
+    ) throws {
         try FFmpegLibraries.require()
         FFmpegLog.quietByDefault()
         FFmpegMemory.capOnce()
-        bridge = try AVIOBridge(source: source, cancellation: cancellation, bufferSize: readSize ?? AVIOBridge.bufferSize)
+        bridge = try AVIOBridge(
+            source: source, cancellation: cancellation, bufferSize: readSize ?? AVIOBridge.bufferSize)
         guard let context = ff.avformat_alloc_context() else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avformat_alloc_context")
         }
@@ -66,8 +71,9 @@ public final class FormatContext {
         // Nothing but this context's own input: a nested open would fetch around the cache.
         mp_refuse_nested_opens(context)
         if fragments != .every { context.pointee.flags |= AVFMT_FLAG_IGNIDX }
-        context.pointee.interrupt_callback = AVIOInterruptCB(callback: avioInterrupt,
-                                                             opaque: Unmanaged.passUnretained(bridge).toOpaque())
+        context.pointee.interrupt_callback = AVIOInterruptCB(
+            callback: avioInterrupt,
+            opaque: Unmanaged.passUnretained(bridge).toOpaque())
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         // As ffmpeg and ffprobe open inputs: an MPEG-TS demuxer reads every program's PMT, not
         // only the first, before the header counts as read (other demuxers ignore the option).
@@ -94,8 +100,10 @@ public final class FormatContext {
             // read 50 of them (1.6 s, 28 KiB of a 140 kb/s file's head) for what the first tells —
             // where its header states the duration (Xing, Info, VBRI); without one the duration
             // is the size over the bit rate of those frames, as ffprobe takes it.
-            if format == "mp3", opened.pointee.nb_streams > 0, let st = opened.pointee.streams[0], st.pointee.duration > 0,
-               st.pointee.duration != mp_av_nopts_value() {
+            if format == "mp3", opened.pointee.nb_streams > 0, let st = opened.pointee.streams[0],
+                st.pointee.duration > 0,
+                st.pointee.duration != mp_av_nopts_value()
+            {
                 opened.pointee.max_ts_probe = 1
             }
             if headAnalysis > 0, let bytes = FormatContext.headAnalysisBytes[format] {
@@ -134,11 +142,14 @@ public final class FormatContext {
     /// first audio packet the fragment's whole video. The other tracks keep what the header states
     /// (their timing comes from `FragmentTimeline`). Returns the streams set aside, to be read
     /// again afterwards.
-    private static func limitStreamInfoToTheFirstKeyFrame(_ context: UnsafeMutablePointer<AVFormatContext>)
-        -> [UnsafeMutablePointer<AVStream>] {
+    private static func limitStreamInfoToTheFirstKeyFrame(
+        _ context: UnsafeMutablePointer<AVFormatContext>
+    )
+        -> [UnsafeMutablePointer<AVStream>]
+    {
         let streams = (0..<Int(context.pointee.nb_streams)).compactMap { context.pointee.streams[$0] }
         let others = streams.filter { $0.pointee.codecpar.pointee.codec_type != AVMEDIA_TYPE_VIDEO }
-        guard others.count < streams.count else { return [] } // no video: the samples start the media data
+        guard others.count < streams.count else { return [] }  // no video: the samples start the media data
         for stream in others { stream.pointee.discard = AVDISCARD_ALL }
         context.pointee.probesize = firstPacketsBytes
         return others

@@ -8,7 +8,8 @@ extension FrameDecoder {
     /// libavcodec has no decoder for it.
     static func describing(_ format: FormatContext, stream index: Int) throws -> FrameDecoder? {
         guard let id = format.stream(index)?.pointee.codecpar.pointee.codec_id,
-              id != AV_CODEC_ID_PROBE, ff.avcodec_find_decoder(id) != nil else { return nil }
+            id != AV_CODEC_ID_PROBE, ff.avcodec_find_decoder(id) != nil
+        else { return nil }
         return try FrameDecoder(format, stream: index, threading: .none)
     }
 

@@ -1,4 +1,5 @@
 import CFFmpeg
+
 #if canImport(Glibc)
 import Glibc
 import MediaSource
@@ -26,8 +27,9 @@ package final class FrameDecoder {
         guard let stream = format.stream(index) else { throw MediaError.noTracks(detail: "no track #\(index)") }
         let par = stream.pointee.codecpar!
         guard let codec = ff.avcodec_find_decoder(par.pointee.codec_id) else {
-            throw MediaError.malformed(input: "stream #\(index)",
-                                       detail: "no decoder for codec \(FormatContext.codecName(par.pointee.codec_id))")
+            throw MediaError.malformed(
+                input: "stream #\(index)",
+                detail: "no decoder for codec \(FormatContext.codecName(par.pointee.codec_id))")
         }
         guard let ctx = ff.avcodec_alloc_context3(codec) else {
             throw FFmpegError(code: mp_averror(ENOMEM), function: "avcodec_alloc_context3")
@@ -38,7 +40,7 @@ package final class FrameDecoder {
         try FFmpegError.check(ff.avcodec_parameters_to_context(ctx, par), "avcodec_parameters_to_context")
         ctx.pointee.pkt_timebase = stream.pointee.time_base
         switch threading {
-        case .all: ctx.pointee.thread_count = 0 // as many as there are cores
+        case .all: ctx.pointee.thread_count = 0  // as many as there are cores
         case .sliceOnly:
             ctx.pointee.thread_count = 0
             ctx.pointee.thread_type = FF_THREAD_SLICE
@@ -79,5 +81,7 @@ package final class FrameDecoder {
     package func flush() { ff.avcodec_flush_buffers(context) }
 
     /// A timestamp of this stream in seconds.
-    package func seconds(_ timestamp: Int64) -> Double { Double(timestamp) * Double(timeBase.num) / Double(timeBase.den) }
+    package func seconds(_ timestamp: Int64) -> Double {
+        Double(timestamp) * Double(timeBase.num) / Double(timeBase.den)
+    }
 }

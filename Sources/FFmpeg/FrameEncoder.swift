@@ -1,4 +1,5 @@
 import CFFmpeg
+
 #if canImport(Glibc)
 import Glibc
 import MediaSource
@@ -18,7 +19,7 @@ package final class FrameEncoder {
     /// The corresponding FFmpeg functions are `avcodec_find_encoder_by_name`, `avcodec_alloc_context3`
     /// and `avcodec_open2`.
     package init(format: ImageFormat, width: Int, height: Int, quality: Int) throws {
-        try FFmpegLibraries.require() // sprite sheets encode without a demuxer opened first
+        try FFmpegLibraries.require()  // sprite sheets encode without a demuxer opened first
         guard let codec = ff.avcodec_find_encoder_by_name(format.encoderName) else {
             throw MediaError.malformed(input: "encoder", detail: "this FFmpeg has no \(format.encoderName) encoder")
         }

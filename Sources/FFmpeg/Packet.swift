@@ -1,4 +1,5 @@
 import CFFmpeg
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +9,9 @@ package final class Packet {
     let pointer: UnsafeMutablePointer<AVPacket>
 
     package init() throws {
-        guard let p = ff.av_packet_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_packet_alloc") }
+        guard let p = ff.av_packet_alloc() else {
+            throw FFmpegError(code: mp_averror(ENOMEM), function: "av_packet_alloc")
+        }
         pointer = p
     }
 
@@ -17,9 +20,13 @@ package final class Packet {
     package convenience init(keyFrame bytes: [UInt8], stream: Int, timestamp: Int64) throws {
         try self.init()
         guard !bytes.isEmpty else { throw FFmpegError(code: mp_averror_invaliddata(), function: "av_new_packet") }
-        guard bytes.count < Int32.max - 64 else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_new_packet") }
+        guard bytes.count < Int32.max - 64 else {
+            throw FFmpegError(code: mp_averror(ENOMEM), function: "av_new_packet")
+        }
         try FFmpegError.check(ff.av_new_packet(pointer, Int32(bytes.count)), "av_new_packet")
-        if let data = pointer.pointee.data { bytes.withUnsafeBufferPointer { data.update(from: $0.baseAddress!, count: bytes.count) } }
+        if let data = pointer.pointee.data {
+            bytes.withUnsafeBufferPointer { data.update(from: $0.baseAddress!, count: bytes.count) }
+        }
         pointer.pointee.stream_index = Int32(stream)
         pointer.pointee.pts = timestamp
         pointer.pointee.dts = timestamp
@@ -57,7 +64,9 @@ package final class Frame {
     let pointer: UnsafeMutablePointer<AVFrame>
 
     package init() throws {
-        guard let f = ff.av_frame_alloc() else { throw FFmpegError(code: mp_averror(ENOMEM), function: "av_frame_alloc") }
+        guard let f = ff.av_frame_alloc() else {
+            throw FFmpegError(code: mp_averror(ENOMEM), function: "av_frame_alloc")
+        }
         pointer = f
     }
 
@@ -82,14 +91,18 @@ package final class Frame {
     /// The corresponding FFmpeg function is `av_image_fill_black`.
     package func fillBlack() throws {
         var data = planes
-        try FFmpegError.check(ff.av_image_fill_black(&data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
-                                                  pointer.pointee.width, pointer.pointee.height), "av_image_fill_black")
+        try FFmpegError.check(
+            ff.av_image_fill_black(
+                &data, lineSizes.map { Int($0) }, pixelFormat, pointer.pointee.color_range,
+                pointer.pointee.width, pointer.pointee.height), "av_image_fill_black")
     }
 
     /// The picture's first four planes (`data`), nil where the format has fewer.
     var planes: [UnsafeMutablePointer<UInt8>?] {
         withUnsafePointer(to: pointer.pointee.data) {
-            $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { Array(UnsafeBufferPointer(start: $0, count: 4)) }
+            $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) {
+                Array(UnsafeBufferPointer(start: $0, count: 4))
+            }
         }
     }
 

@@ -178,7 +178,8 @@ public struct SideData: Sendable {
         case doviConfiguration(DoviConfiguration)
         case audioServiceType(Int32)
         case mpegtsStreamID(UInt8)
-        case cpbProperties(maxBitRate: Int64, minBitRate: Int64, averageBitRate: Int64, bufferSize: Int64, vbvDelay: UInt64)
+        case cpbProperties(
+            maxBitRate: Int64, minBitRate: Int64, averageBitRate: Int64, bufferSize: Int64, vbvDelay: UInt64)
         case activeFormat(UInt8)
         /// A type shown by its name only.
         case other

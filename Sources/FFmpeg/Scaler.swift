@@ -1,4 +1,5 @@
 import CFFmpeg
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,12 +16,14 @@ package final class Scaler {
     deinit { ff.sws_freeContext(context) }
 
     /// The corresponding FFmpeg function is `sws_getContext`.
-    private func context(from src: (Int, Int, AVPixelFormat), to dst: (Int, Int, AVPixelFormat)) throws -> OpaquePointer {
+    private func context(from src: (Int, Int, AVPixelFormat), to dst: (Int, Int, AVPixelFormat)) throws -> OpaquePointer
+    {
         let wanted = [Int32(src.0), Int32(src.1), src.2.rawValue, Int32(dst.0), Int32(dst.1), dst.2.rawValue]
         if context == nil || key != wanted {
             ff.sws_freeContext(context)
-            context = ff.sws_getContext(Int32(src.0), Int32(src.1), src.2, Int32(dst.0), Int32(dst.1), dst.2,
-                                     Int32(SWS_BICUBIC), nil, nil, nil)
+            context = ff.sws_getContext(
+                Int32(src.0), Int32(src.1), src.2, Int32(dst.0), Int32(dst.1), dst.2,
+                Int32(SWS_BICUBIC), nil, nil, nil)
             key = wanted
         }
         guard let context else { throw FFmpegError(code: mp_averror(EINVAL), function: "sws_getContext") }
@@ -30,7 +33,8 @@ package final class Scaler {
     /// `frame` as RGB at `width` × `height`.
     /// The corresponding FFmpeg function is `sws_scale`.
     package func rgb(_ frame: Frame, width: Int, height: Int) throws -> RGBImage {
-        let sws = try context(from: (frame.width, frame.height, frame.pixelFormat), to: (width, height, AV_PIX_FMT_RGB24))
+        let sws = try context(
+            from: (frame.width, frame.height, frame.pixelFormat), to: (width, height, AV_PIX_FMT_RGB24))
         var image = RGBImage(width: width, height: height)
         let rows = image.pixels.withUnsafeMutableBufferPointer { out -> Int32 in
             let dst: [UnsafeMutablePointer<UInt8>?] = [out.baseAddress, nil, nil, nil]
@@ -47,19 +51,26 @@ package final class Scaler {
     /// The corresponding FFmpeg function is `sws_scale`.
     package func draw(_ image: RGBImage, into frame: Frame, x: Int, y: Int, width: Int, height: Int) throws {
         guard x >= 0, y >= 0, width > 0, height > 0, x + width <= frame.width, y + height <= frame.height,
-              let desc = ff.av_pix_fmt_desc_get(frame.pixelFormat) else {
+            let desc = ff.av_pix_fmt_desc_get(frame.pixelFormat)
+        else {
             throw FFmpegError(code: mp_averror(EINVAL), function: "sws_scale")
         }
-        let sws = try context(from: (image.width, image.height, AV_PIX_FMT_RGB24), to: (width, height, frame.pixelFormat))
+        let sws = try context(
+            from: (image.width, image.height, AV_PIX_FMT_RGB24), to: (width, height, frame.pixelFormat))
         // Each plane's pointer moved to (x, y): chroma planes are subsampled, packed planes step
         // several bytes per pixel.
         var dst = frame.planes
         let strides = frame.lineSizes
-        let components = withUnsafePointer(to: desc.pointee.comp) { $0.withMemoryRebound(to: AVComponentDescriptor.self, capacity: 4) { Array(UnsafeBufferPointer(start: $0, count: Int(desc.pointee.nb_components))) } }
+        let components = withUnsafePointer(to: desc.pointee.comp) {
+            $0.withMemoryRebound(to: AVComponentDescriptor.self, capacity: 4) {
+                Array(UnsafeBufferPointer(start: $0, count: Int(desc.pointee.nb_components)))
+            }
+        }
         for plane in 0..<4 {
             guard let base = dst[plane] else { continue }
             let chroma = plane == 1 || plane == 2
-            let shiftX = chroma ? Int(desc.pointee.log2_chroma_w) : 0, shiftY = chroma ? Int(desc.pointee.log2_chroma_h) : 0
+            let shiftX = chroma ? Int(desc.pointee.log2_chroma_w) : 0,
+                shiftY = chroma ? Int(desc.pointee.log2_chroma_h) : 0
             let step = components.filter { Int($0.plane) == plane }.map { Int($0.step) }.max() ?? 1
             dst[plane] = base + (y >> shiftY) * Int(strides[plane]) + (x >> shiftX) * step
         }

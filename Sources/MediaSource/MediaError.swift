@@ -28,7 +28,8 @@ public enum MediaError: Error, CustomStringConvertible, Equatable {
         case .notMedia(let input): return "\(input): not a media file libavformat can read"
         case .empty(let input): return "\(input): empty (0 bytes), not media"
         case .streamingManifest(let input, let kind):
-            return "\(input): \(kind); this command does not read HLS or DASH (probe, prefetch, check and thumbs do): give the URL "
+            return
+                "\(input): \(kind); this command does not read HLS or DASH (probe, prefetch, check and thumbs do): give the URL "
                 + "of a segment or of a variant's media file"
         case .malformedPlaylist(let input, let detail): return "\(input): not a usable playlist or manifest: \(detail)"
         case .unsupportedStream(let input, let detail): return "\(input): \(detail)"

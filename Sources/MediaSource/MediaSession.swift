@@ -28,9 +28,11 @@ public final class MediaSession: Sendable {
     /// is in use, so eviction passes it by; a CLI run keeps none.
     /// `onNotice` hears, once per origin, what readers learnt about it (an origin without
     /// validators), as a sentence; the same sentence is among the first such resource's warnings.
-    public init(cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
-                readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation(),
-                keepWarm: Int = 0, onNotice: (@Sendable (String) -> Void)? = nil) {
+    public init(
+        cache: ByteCache?, fetchOptions: FetchOptions = FetchOptions(), offline: Bool = false,
+        readahead: ReadaheadPolicy = ReadaheadPolicy(), cancellation: Cancellation = Cancellation(),
+        keepWarm: Int = 0, onNotice: (@Sendable (String) -> Void)? = nil
+    ) {
         self.cache = cache
         self.fetcher = RangeFetcher(options: fetchOptions)
         self.offline = offline
@@ -88,8 +90,10 @@ public final class MediaSession: Sendable {
         }
         // A scheme we do not speak (ftp://, rtmp://, s3://...) is an error, not a relative path.
         if let colon = input.range(of: "://"),
-           input[..<colon.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }),
-           !input[..<colon.lowerBound].isEmpty {
+            input[..<colon.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }
+            ),
+            !input[..<colon.lowerBound].isEmpty
+        {
             throw SourceError.unsupportedInput(input)
         }
         return .local(path: input)
@@ -121,10 +125,12 @@ public final class MediaSession: Sendable {
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
             let resource = try remotes.resource(for: url) {
-                try RemoteResource(url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
-                                   notices: notices)
+                try RemoteResource(
+                    url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
+                    notices: notices)
             }
-            return RemoteSource(resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
+            return RemoteSource(
+                resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
         }
     }
 }

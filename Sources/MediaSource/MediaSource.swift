@@ -77,8 +77,8 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
             return "unsupported input \(input): give an http(s):// or file:// URL or a local path"
         case .inconsistentOrigin(let input, let detail): return "\(input): \(detail)"
         case .versionChanged(let input):
-            return "\(input) changed on the server while it was being read (another ETag, Last-Modified or size); " +
-                "nothing of the new version was mixed in"
+            return "\(input) changed on the server while it was being read (another ETag, Last-Modified or size); "
+                + "nothing of the new version was mixed in"
         case .invalidURL(let input, let reason): return "invalid URL \(input): \(reason)"
         case .notKept(let input, let reason): return "cannot keep \(input) in the cache: \(reason)"
         }

@@ -30,7 +30,10 @@ struct OverlapCheck {
     /// `resumeOverlap`), as it does wherever nothing is stored around `core`.
     init?(core: Range<Int64>, validators: ResourceValidators, stored: ByteRangeSet) {
         guard validators.etag == nil, validators.lastModified == nil else { return nil }
-        let before = stored.ranges.first { $0.contains(core.lowerBound - 1) }.map { min(OverlapCheck.overlap, core.lowerBound - $0.lowerBound) } ?? 0
+        let before =
+            stored.ranges.first { $0.contains(core.lowerBound - 1) }.map {
+                min(OverlapCheck.overlap, core.lowerBound - $0.lowerBound)
+            } ?? 0
         let after = min(OverlapCheck.overlap, stored.coveredLength(from: core.upperBound))
         self.core = core
         request = core.lowerBound - before..<core.upperBound + after
@@ -84,7 +87,10 @@ struct HeldTail {
 
     /// Keeps `slice`, the bytes at `offset` (within `range`).
     mutating func hold(_ slice: UnsafeRawBufferPointer, at offset: Int64) {
-        bytes.withUnsafeMutableBytes { ($0.baseAddress! + Int(offset - range.lowerBound)).copyMemory(from: slice.baseAddress!, byteCount: slice.count) }
+        bytes.withUnsafeMutableBytes {
+            ($0.baseAddress! + Int(offset - range.lowerBound)).copyMemory(
+                from: slice.baseAddress!, byteCount: slice.count)
+        }
         filled.insert(offset..<offset + Int64(slice.count))
     }
 

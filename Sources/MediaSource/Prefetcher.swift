@@ -39,7 +39,9 @@ public struct Prefetcher: Sendable {
     }
 
     /// `done` is called after each piece is stored (on the worker's thread).
-    public func fetch(_ pieces: [Piece], cancellation: Cancellation, done pieceDone: @escaping @Sendable () -> Void = {}) throws {
+    public func fetch(
+        _ pieces: [Piece], cancellation: Cancellation, done pieceDone: @escaping @Sendable () -> Void = {}
+    ) throws {
         let queue = WorkQueue(pieces)
         let failure = Mutex<(any Error)?>(nil)
         let workers = max(1, min(connections, pieces.count))
@@ -55,7 +57,7 @@ public struct Prefetcher: Sendable {
                     do {
                         try piece.source.prefetch(piece.range)
                         pieceDone()
-                    } catch where Prefetcher.isRefusedConnection(error) {
+                    } catch  where Prefetcher.isRefusedConnection(error) {
                         // An origin that allows a client fewer connections refuses or resets the
                         // extra ones: this worker stops and gives its range back.
                         queue.giveBack(piece)

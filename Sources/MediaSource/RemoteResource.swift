@@ -79,8 +79,10 @@ final class RemoteResource: @unchecked Sendable {
     /// to stop where another running fetch starts or a stored byte is. Nil when the byte at
     /// `offset` was stored meanwhile (read it). `ifRange` guards a new request with the version its
     /// reader has seen; `tally` is told what the new request costs.
-    func fetch(covering offset: Int64, to end: Int64, ifRange: String?, token: ReaderToken,
-               tally: ReaderTally) -> RunningFetch? {
+    func fetch(
+        covering offset: Int64, to end: Int64, ifRange: String?, token: ReaderToken,
+        tally: ReaderTally
+    ) -> RunningFetch? {
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -93,18 +95,20 @@ final class RemoteResource: @unchecked Sendable {
             // running one waits for it: side by side, nothing would compare their bytes.
             let validators = storeValue.validators
             if validators.etag == nil, validators.lastModified == nil,
-               running.contains(where: { OverlapCheck.mustWait(offset..<end, for: $0.range) }) {
-                condition.wait() // until a fetch ends (`finish`) or the validators are known (`accept`)
+                running.contains(where: { OverlapCheck.mustWait(offset..<end, for: $0.range) })
+            {
+                condition.wait()  // until a fetch ends (`finish`) or the validators are known (`accept`)
                 continue
             }
             // A fetch whose bytes are all stored is only finishing: let it hand its connection back,
             // so that a sequential reader goes on over one kept-alive connection. Then look again:
             // another reader may have started what this one wants meanwhile.
             guard running.contains(where: { storeValue.available.contains($0.range) }) else { break }
-            condition.wait() // until it ends (`finish`)
+            condition.wait()  // until it ends (`finish`)
         }
         var stop = running.map(\.range.lowerBound).filter { $0 > offset }.min() ?? end
-        if let stored = storeValue.available.gaps(in: offset..<max(offset + 1, stop)).first, stored.lowerBound == offset {
+        if let stored = storeValue.available.gaps(in: offset..<max(offset + 1, stop)).first, stored.lowerBound == offset
+        {
             stop = stored.upperBound
         }
         let fetch = RunningFetch(range: offset..<max(offset + 1, min(end, stop)), for: token)
@@ -151,7 +155,7 @@ final class RemoteResource: @unchecked Sendable {
         let range: Range<Int64>
         do {
             guard let (claimed, missing) = try claimMissing(fetch) else {
-                finish(fetch, .done) // stored meanwhile, by another fetch: readers look again
+                finish(fetch, .done)  // stored meanwhile, by another fetch: readers look again
                 return
             }
             (claim, range) = (claimed, missing)
@@ -174,60 +178,64 @@ final class RemoteResource: @unchecked Sendable {
         defer { committer.cancel() }
         var held = check.flatMap(HeldTail.init)
         var counters = FetchCounters()
-        var stored: Int64 = 0 // counted live, for progress
-        var responses: Int64 = 0 // counted as they arrive
+        var stored: Int64 = 0  // counted live, for progress
+        var responses: Int64 = 0  // counted as they arrive
         var deliveredEnd: Int64 = 0
         // The store and its generation as this transfer's response left them: bytes go there only.
         var target = condition.withLock { (storeValue, storeValue.generation) }
         let outcome: RunningFetch.Outcome
         do {
-            let result = try fetcher.fetch(url: url, range: check?.request ?? range, ifRange: ifRange, cancellation: fetch.cancellation,
-                                           resumeOverlap: check == nil ? 0 : OverlapCheck.overlap,
-                                           tally: &counters,
-                                           onResponse: { info in
-                                               responses += 1
-                                               tally.responded()
-                                               try self.accept(info)
-                                               target = self.condition.withLock { (self.storeValue, self.storeValue.generation) }
-                                           },
-                                           onData: { offset, bytes in
-                                               if let check {
-                                                   try self.checkAndStore(bytes, at: offset, check: check, held: &held, fetch: fetch,
-                                                                          into: target, tally: tally, stored: &stored,
-                                                                          deliveredEnd: &deliveredEnd)
-                                                   return
-                                               }
-                                               let piece = offset..<offset + Int64(bytes.count)
-                                               // Counted before any reader can see the bytes, so that
-                                               // reading them is not mistaken for a cache hit.
-                                               tally.stored(piece)
-                                               guard try self.store(bytes, at: offset, into: target) else {
-                                                   tally.refused(piece)
-                                                   throw StaleTransfer()
-                                               }
-                                               stored += Int64(bytes.count)
-                                               fetch.arrived(bytes.count)
-                                               deliveredEnd = max(deliveredEnd, piece.upperBound)
-                                           })
+            let result = try fetcher.fetch(
+                url: url, range: check?.request ?? range, ifRange: ifRange, cancellation: fetch.cancellation,
+                resumeOverlap: check == nil ? 0 : OverlapCheck.overlap,
+                tally: &counters,
+                onResponse: { info in
+                    responses += 1
+                    tally.responded()
+                    try self.accept(info)
+                    target = self.condition.withLock { (self.storeValue, self.storeValue.generation) }
+                },
+                onData: { offset, bytes in
+                    if let check {
+                        try self.checkAndStore(
+                            bytes, at: offset, check: check, held: &held, fetch: fetch,
+                            into: target, tally: tally, stored: &stored,
+                            deliveredEnd: &deliveredEnd)
+                        return
+                    }
+                    let piece = offset..<offset + Int64(bytes.count)
+                    // Counted before any reader can see the bytes, so that
+                    // reading them is not mistaken for a cache hit.
+                    tally.stored(piece)
+                    guard try self.store(bytes, at: offset, into: target) else {
+                        tally.refused(piece)
+                        throw StaleTransfer()
+                    }
+                    stored += Int64(bytes.count)
+                    fetch.arrived(bytes.count)
+                    deliveredEnd = max(deliveredEnd, piece.upperBound)
+                })
             try store.commit()
             outcome = try interpret(result, range: range, deliveredEnd: deliveredEnd)
         } catch is StaleTransfer {
-            outcome = .done // newer content arrived through another transfer: readers look again
+            outcome = .done  // newer content arrived through another transfer: readers look again
         } catch let mismatch as OverlapMismatch {
             // Another version under the same size: none of the stored bytes can be trusted with
             // the new ones. Readers that used them find their generation gone; the rest read anew.
             // A store that cannot drop them (read-only) can only fail its readers.
             if (try? target.0.dropVersion(target.1)) != nil {
                 condition.withLock {
-                    warningsValue.append("\(shown) changed on the server: bytes at \(mismatch.offset) differ from the cached ones "
-                                         + "(it sends neither ETag nor Last-Modified to say so); cached bytes of the old version were dropped")
+                    warningsValue.append(
+                        "\(shown) changed on the server: bytes at \(mismatch.offset) differ from the cached ones "
+                            + "(it sends neither ETag nor Last-Modified to say so); cached bytes of the old version were dropped"
+                    )
                 }
                 outcome = .done
             } else {
                 outcome = .failed(SourceError.versionChanged(input: shown))
             }
         } catch {
-            try? store.commit() // what arrived before the failure is good
+            try? store.commit()  // what arrived before the failure is good
             outcome = .failed(error)
         }
         // After the commit, so a waiting process finds the bytes; before the readers hear the
@@ -252,7 +260,10 @@ final class RemoteResource: @unchecked Sendable {
         let patience = 2 * fetcher.options.timeout
         let wait = ClaimWait(deadline: Date().addingTimeInterval(patience))
         let givesUp = { [store = self.store] in
-            fetch.cancellation.isCancelled || wait.isOver { (try? store.refresh()).map { store.available.coveredLength(from: first) > 0 } ?? false }
+            fetch.cancellation.isCancelled
+                || wait.isOver {
+                    (try? store.refresh()).map { store.available.coveredLength(from: first) > 0 } ?? false
+                }
         }
         while true {
             let store = self.store
@@ -260,11 +271,17 @@ final class RemoteResource: @unchecked Sendable {
             let wanted = max(0, first - margin)..<fetch.range.upperBound + margin
             let claimed = try waiting(wait, patience) { try store.claimFetch(wanted, isCancelled: givesUp) }
             // Where another holder's claim begins, its margin does: this fetch ends before its own.
-            let end = claimed.map { min(fetch.range.upperBound, $0.range.upperBound - ($0.range.upperBound < wanted.upperBound ? margin : 0)) }
+            let end = claimed.map {
+                min(
+                    fetch.range.upperBound, $0.range.upperBound - ($0.range.upperBound < wanted.upperBound ? margin : 0)
+                )
+            }
             // The other holder is within a margin of the first byte — or it cut only the last few
             // KiB of this fetch, most likely its own margin: wait for it rather than leave them
             // to a request of their own.
-            if let claimed, let end, end <= first || (end < fetch.range.upperBound && fetch.range.upperBound - end <= OverlapCheck.overlap) {
+            if let claimed, let end,
+                end <= first || (end < fetch.range.upperBound && fetch.range.upperBound - end <= OverlapCheck.overlap)
+            {
                 claimed.release()
                 try waiting(wait, patience) {
                     try store.claimFetch(claimed.range.upperBound..<claimed.range.upperBound + 1, isCancelled: givesUp)
@@ -277,22 +294,26 @@ final class RemoteResource: @unchecked Sendable {
                 claimed?.release()
                 return nil
             }
-            guard let claimed, let end, end > first, end == fetch.range.upperBound || fetch.range.upperBound - end > OverlapCheck.overlap
-            else { continue } // waited for a holder (which may have failed): claim again
+            guard let claimed, let end, end > first,
+                end == fetch.range.upperBound || fetch.range.upperBound - end > OverlapCheck.overlap
+            else { continue }  // waited for a holder (which may have failed): claim again
             return (claimed, store.available.gaps(in: first..<end).first ?? first..<end)
         }
     }
 
     /// `claim`, a wait for another holder's claim: over when the holder stored the byte waited for
     /// (nil: look again), and a clear error past the deadline, not a hang.
-    private func waiting(_ wait: ClaimWait, _ patience: Double, _ claim: () throws -> FetchClaim?) throws -> FetchClaim? {
+    private func waiting(_ wait: ClaimWait, _ patience: Double, _ claim: () throws -> FetchClaim?) throws -> FetchClaim?
+    {
         do {
             return try claim()
         } catch is CancellationError where wait.stored {
             return nil
         } catch is CancellationError where wait.expired {
-            throw FetchError.other(url: shown, detail: "another process sharing the cache has claimed these bytes "
-                                   + "and stored nothing of them for \(Int(patience)) s (is it stopped?)")
+            throw FetchError.other(
+                url: shown,
+                detail: "another process sharing the cache has claimed these bytes "
+                    + "and stored nothing of them for \(Int(patience)) s (is it stopped?)")
         }
     }
 
@@ -311,7 +332,9 @@ final class RemoteResource: @unchecked Sendable {
     static let commitInterval: Double = 1
 
     /// What a finished request means for the range it asked for.
-    private func interpret(_ result: FetchOutcome, range: Range<Int64>, deliveredEnd: Int64) throws -> RunningFetch.Outcome {
+    private func interpret(
+        _ result: FetchOutcome, range: Range<Int64>, deliveredEnd: Int64
+    ) throws -> RunningFetch.Outcome {
         switch result {
         case .delivered(let info):
             // A whole body (200) without a stated length whose framing ended it cleanly before the
@@ -325,9 +348,12 @@ final class RemoteResource: @unchecked Sendable {
             // nginx's 200 for an empty file) that ended before it, and whose stated length, if
             // any, agrees, means the resource ends there; else the server lies.
             guard info.rangeIgnored, deliveredEnd <= range.lowerBound,
-                  info.totalSize.map({ $0 == deliveredEnd }) ?? true else {
-                throw SourceError.inconsistentOrigin(input: shown, detail:
-                    "the server answered bytes \(range.lowerBound)-\(range.upperBound - 1) without sending them")
+                info.totalSize.map({ $0 == deliveredEnd }) ?? true
+            else {
+                throw SourceError.inconsistentOrigin(
+                    input: shown,
+                    detail:
+                        "the server answered bytes \(range.lowerBound)-\(range.upperBound - 1) without sending them")
             }
             try endsAt(deliveredEnd)
             return .endOfResource
@@ -335,8 +361,11 @@ final class RemoteResource: @unchecked Sendable {
             // A 416 is the end of the resource only at or past a size the origin has stated;
             // anywhere else it is a lie or a broken server, never an empty success.
             guard let end = total ?? size, range.lowerBound >= end else {
-                throw SourceError.inconsistentOrigin(input: shown, detail:
-                    "the server refused bytes \(range.lowerBound)-\(range.upperBound - 1) (416) without stating a size they lie beyond")
+                throw SourceError.inconsistentOrigin(
+                    input: shown,
+                    detail:
+                        "the server refused bytes \(range.lowerBound)-\(range.upperBound - 1) (416) without stating a size they lie beyond"
+                )
             }
             try endsAt(end)
             return .endOfResource
@@ -352,9 +381,11 @@ final class RemoteResource: @unchecked Sendable {
     /// A piece of a transfer of a resource without validators (`OverlapCheck`): its stored parts
     /// compared (a difference is `OverlapMismatch`), its missing ones stored — the gap's last bytes
     /// (`held`) only once the bytes after the gap have been compared; then readers may read on.
-    private func checkAndStore(_ bytes: UnsafeRawBufferPointer, at offset: Int64, check: OverlapCheck, held: inout HeldTail?,
-                               fetch: RunningFetch, into target: (any RangeStore, StoreGeneration), tally: ReaderTally,
-                               stored: inout Int64, deliveredEnd: inout Int64) throws {
+    private func checkAndStore(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int64, check: OverlapCheck, held: inout HeldTail?,
+        fetch: RunningFetch, into target: (any RangeStore, StoreGeneration), tally: ReaderTally,
+        stored: inout Int64, deliveredEnd: inout Int64
+    ) throws {
         let piece = offset..<offset + Int64(bytes.count)
         let (compare, keep) = check.parts(of: piece, available: target.0.available)
         for part in compare where !(try RemoteResource.matches(bytes, at: offset, part: part, in: target.0)) {
@@ -368,7 +399,9 @@ final class RemoteResource: @unchecked Sendable {
                 let kept = part.clamped(to: tail)
                 held?.hold(slice(kept), at: kept.lowerBound)
                 let before = part.lowerBound..<max(part.lowerBound, tail.lowerBound)
-                if !before.isEmpty { try storeChecked(slice(before), at: before, into: target, tally: tally, stored: &stored) }
+                if !before.isEmpty {
+                    try storeChecked(slice(before), at: before, into: target, tally: tally, stored: &stored)
+                }
             } else {
                 try storeChecked(slice(part), at: part, into: target, tally: tally, stored: &stored)
             }
@@ -378,7 +411,9 @@ final class RemoteResource: @unchecked Sendable {
         if piece.upperBound >= check.request.upperBound {
             // Compared to the end: the gap's last bytes lie against bytes of their own version.
             if let tail = held, tail.isComplete {
-                try tail.bytes.withUnsafeBytes { try storeChecked($0, at: tail.range, into: target, tally: tally, stored: &stored) }
+                try tail.bytes.withUnsafeBytes {
+                    try storeChecked($0, at: tail.range, into: target, tally: tally, stored: &stored)
+                }
                 held = nil
             }
             fetch.setBarrier(nil)
@@ -388,8 +423,10 @@ final class RemoteResource: @unchecked Sendable {
 
     /// Stores `bytes` at `range` through `store(_:at:into:)`, counting them; a refusal (another
     /// version meanwhile) ends the transfer.
-    private func storeChecked(_ bytes: UnsafeRawBufferPointer, at range: Range<Int64>, into target: (any RangeStore, StoreGeneration),
-                              tally: ReaderTally, stored: inout Int64) throws {
+    private func storeChecked(
+        _ bytes: UnsafeRawBufferPointer, at range: Range<Int64>, into target: (any RangeStore, StoreGeneration),
+        tally: ReaderTally, stored: inout Int64
+    ) throws {
         tally.stored(range)
         guard try store(bytes, at: range.lowerBound, into: target) else {
             tally.refused(range)
@@ -400,8 +437,10 @@ final class RemoteResource: @unchecked Sendable {
 
     /// Whether `part` of a piece at `offset` equals the bytes `store` holds there (true when it
     /// no longer holds them all: then there is nothing the new ones could be mixed with).
-    private static func matches(_ bytes: UnsafeRawBufferPointer, at offset: Int64, part: Range<Int64>,
-                                in store: any RangeStore) throws -> Bool {
+    private static func matches(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int64, part: Range<Int64>,
+        in store: any RangeStore
+    ) throws -> Bool {
         var held = [UInt8](repeating: 0, count: part.count)
         let read = try held.withUnsafeMutableBytes { try store.read(into: $0, at: part.lowerBound) }
         guard read.count == part.count else { return true }
@@ -416,13 +455,15 @@ final class RemoteResource: @unchecked Sendable {
         defer { condition.unlock() }
         while fetch.barrier != nil {
             if token.interrupted { throw FetchError.cancelled(url: shown) }
-            _ = condition.wait(until: Date().addingTimeInterval(0.2)) // woken when it is lifted; timed for the token
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))  // woken when it is lifted; timed for the token
         }
     }
 
     /// Stores a piece of a transfer if `target` is still the current store in the same
     /// generation, and wakes the readers waiting for it.
-    private func store(_ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)) throws -> Bool {
+    private func store(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)
+    ) throws -> Bool {
         guard target.0 === store, try target.0.write(bytes, at: offset, generation: target.1) else { return false }
         condition.withLock { condition.broadcast() }
         return true
@@ -456,14 +497,18 @@ final class RemoteResource: @unchecked Sendable {
         // Versions are told apart by ETag, Last-Modified and size; with only the size, a new version
         // of the same length shows only where new bytes meet stored ones (`OverlapCheck`), and the
         // user should know. Said once per origin.
-        if info.etag == nil && info.lastModified == nil, let notice = notices.note("no validators", url: url, { origin in
-            "\(origin) sends neither ETag nor Last-Modified: mprobe tells its versions apart by size and by comparing "
-                + "\(OverlapCheck.overlap >> 10) KiB of cached bytes around each range it fetches, so a change confined to bytes "
-                + "it reads only once goes unseen"
-        }) {
+        if info.etag == nil && info.lastModified == nil,
+            let notice = notices.note(
+                "no validators", url: url,
+                { origin in
+                    "\(origin) sends neither ETag nor Last-Modified: mprobe tells its versions apart by size and by comparing "
+                        + "\(OverlapCheck.overlap >> 10) KiB of cached bytes around each range it fetches, so a change confined to bytes "
+                        + "it reads only once goes unseen"
+                })
+        {
             condition.withLock { warningsValue.append(notice) }
         }
-        condition.withLock { condition.broadcast() } // fetches waiting to learn whether there are validators
+        condition.withLock { condition.broadcast() }  // fetches waiting to learn whether there are validators
         if let cache, let size = info.totalSize, !cache.canStore(size: size), store is CacheEntry {
             let memory = MemoryRangeStore()
             try memory.applyValidators(validators, contentType: info.contentType)
@@ -495,4 +540,3 @@ private final class ClaimWait: @unchecked Sendable {
         return stored || expired
     }
 }
-

@@ -73,7 +73,8 @@ public final class RemoteSource: MediaSource {
     public var whyNotKept: String {
         guard let cache = resource.cache else { return "caching is off (--no-cache)" }
         let size = resource.size.map { "\($0) bytes" } ?? "too large"
-        return "it is \(size), more than the cache limit of \(cache.maxBytes) bytes (--max-cache-size), so it is streamed through, not stored"
+        return
+            "it is \(size), more than the cache limit of \(cache.maxBytes) bytes (--max-cache-size), so it is streamed through, not stored"
     }
 
     /// What the resource's store knows of the origin's version.
@@ -127,7 +128,7 @@ public final class RemoteSource: MediaSource {
                 return n
             }
             try store.refresh()
-            if store.available.coveredLength(from: offset) > 0 { continue } // another process added it
+            if store.available.coveredLength(from: offset) > 0 { continue }  // another process added it
             guard try fetchMiss(at: offset, minimum: Int64(buffer.count), store: store) else { return try endOfFile() }
             fetched = true
         }
@@ -146,16 +147,19 @@ public final class RemoteSource: MediaSource {
             if gap.lowerBound == previousGap { return }
             previousGap = gap.lowerBound
             if offline { throw SourceError.offlineMiss(input: input, range: gap) }
-            guard let started = resource.fetch(covering: gap.lowerBound, to: gap.upperBound, ifRange: ifRange,
-                                               token: token, tally: tally) else {
-                previousGap = nil // stored meanwhile: look again
+            guard
+                let started = resource.fetch(
+                    covering: gap.lowerBound, to: gap.upperBound, ifRange: ifRange,
+                    token: token, tally: tally)
+            else {
+                previousGap = nil  // stored meanwhile: look again
                 continue
             }
             let fetch = involve(started)
             let continues = try resource.wait(for: nil, on: fetch, token: token)
             // The bytes fetched for this reader must be of the version it has read.
             try pin(resource.store.validators, generation: resource.store.generation, handedOut: false)
-            guard continues else { return } // the resource ends before the gap
+            guard continues else { return }  // the resource ends before the gap
             wanted = wanted.clamped(to: 0..<(resource.size ?? Int64.max))
         }
     }
@@ -178,7 +182,7 @@ public final class RemoteSource: MediaSource {
         }
         let (window, limit) = state.withLock { ($0.readahead.windowForMiss(at: offset), $0.readaheadLimit) }
         let knownSize = resource.size
-        if let knownSize, offset >= knownSize { return false } // the size shrank meanwhile: EOF
+        if let knownSize, offset >= knownSize { return false }  // the size shrank meanwhile: EOF
         var end = offset.saturatingAdd(window)
         if let limit, limit > offset, limit < end {
             end = limit
@@ -194,7 +198,7 @@ public final class RemoteSource: MediaSource {
         }
         if offline { throw SourceError.offlineMiss(input: input, range: offset..<end) }
         guard let fetch = resource.fetch(covering: offset, to: end, ifRange: ifRange, token: token, tally: tally) else {
-            return true // stored meanwhile: read it
+            return true  // stored meanwhile: read it
         }
         return try resource.wait(for: offset, on: involve(fetch), token: token)
     }
@@ -219,7 +223,9 @@ public final class RemoteSource: MediaSource {
 
     /// Bytes of the version `validators` (of the store's `generation`) reached this reader: pin
     /// it (when they were handed out), or fail if another version was pinned before.
-    private func pin(_ validators: ResourceValidators, generation: StoreGeneration? = nil, handedOut: Bool = true) throws {
+    private func pin(
+        _ validators: ResourceValidators, generation: StoreGeneration? = nil, handedOut: Bool = true
+    ) throws {
         try state.withLock { s in
             if let pinned = s.pinned {
                 let otherGeneration = generation.map { s.pinnedGeneration != nil && $0 != s.pinnedGeneration } ?? false

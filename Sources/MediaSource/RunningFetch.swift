@@ -61,7 +61,8 @@ final class RunningFetch: Sendable {
         // at once when a reader's job was cancelled (the user wants it to stop).
         cancellation = Cancellation(when: {
             guard interest.allGone else { return false }
-            let nearlyDone = length - received.count.load(ordering: .relaxed) <= RunningFetch.worthStopping && received.flowing
+            let nearlyDone =
+                length - received.count.load(ordering: .relaxed) <= RunningFetch.worthStopping && received.flowing
             return !nearlyDone || interest.anyInterrupted
         })
         thread.enter()

@@ -61,19 +61,30 @@ final class CurlEasy: @unchecked Sendable {
         try check(mp_curl_set_slist(handle, option, list.head), "\(option.rawValue)")
     }
 
-    func setWriteCallback(_ cb: @escaping @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int) throws {
+    func setWriteCallback(
+        _ cb: @escaping @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+    ) throws {
         try check(mp_curl_set_write_cb(handle, cb), "WRITEFUNCTION")
     }
 
-    func setHeaderCallback(_ cb: @escaping @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int) throws {
+    func setHeaderCallback(
+        _ cb: @escaping @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+    ) throws {
         try check(mp_curl_set_header_cb(handle, cb), "HEADERFUNCTION")
     }
 
-    func setProgressCallback(_ cb: @escaping @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32) throws {
+    func setProgressCallback(
+        _ cb:
+            @escaping @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32
+    ) throws {
         try check(mp_curl_set_xferinfo_cb(handle, cb), "XFERINFOFUNCTION")
     }
 
-    func setOpenSocketCallback(_ cb: @escaping @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t) throws {
+    func setOpenSocketCallback(
+        _ cb:
+            @escaping @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) ->
+            curl_socket_t
+    ) throws {
         try check(mp_curl_set_opensocket_cb(handle, cb), "OPENSOCKETFUNCTION")
     }
 

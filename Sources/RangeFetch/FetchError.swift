@@ -27,7 +27,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         switch self {
         // 501, 505 and 508 (not implemented, version not supported, loop detected) say the same
         // again however often they are asked.
-        case .http(let status, _, _): return (status >= 500 && ![501, 505, 508].contains(status)) || status == 429 || status == 408
+        case .http(let status, _, _):
+            return (status >= 500 && ![501, 505, 508].contains(status)) || status == 429 || status == 408
         case .timeout, .connectionLost: return true
         default: return false
         }
@@ -36,9 +37,9 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
     public var url: String {
         switch self {
         case .http(_, let u, _), .hostNotFound(let u), .connectionRefused(let u), .tls(let u, _), .timeout(let u),
-             .connectionLost(let u, _), .tooManyRedirects(let u), .unsupportedScheme(let u),
-             .redirectRefused(let u, _), .addressRefused(let u, _), .badResponse(let u, _), .cancelled(let u),
-             .other(let u, _):
+            .connectionLost(let u, _), .tooManyRedirects(let u), .unsupportedScheme(let u),
+            .redirectRefused(let u, _), .addressRefused(let u, _), .badResponse(let u, _), .cancelled(let u),
+            .other(let u, _):
             return u
         }
     }
@@ -52,7 +53,8 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case .timeout(let url): return "timed out waiting for \(url) (raise --timeout for slow servers)"
         case .connectionLost(let url, let detail): return "connection lost while fetching \(url): \(detail)"
         case .tooManyRedirects(let url): return "too many redirects for \(url)"
-        case .unsupportedScheme(let url): return "unsupported URL scheme in \(url) (use http, https, file or a local path)"
+        case .unsupportedScheme(let url):
+            return "unsupported URL scheme in \(url) (use http, https, file or a local path)"
         case .redirectRefused(let url, let target):
             return "\(url) redirects to \(target), which mprobe does not follow (only http and https)"
         case .addressRefused(let url, let address):
@@ -78,7 +80,7 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case 508: return "loop detected"
         default:
             if status >= 500 { return "server error" }
-            return status >= 400 ? "client error" : "not the requested bytes" // 204, 304 and the like
+            return status >= 400 ? "client error" : "not the requested bytes"  // 204, 304 and the like
         }
     }
 
@@ -90,12 +92,12 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         case CURLE_COULDNT_CONNECT: return .connectionRefused(url: url)
         case CURLE_OPERATION_TIMEDOUT: return .timeout(url: url)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
             // A certificate refused or unreadable: trusting a private CA may be the answer. (A
             // broken handshake and a certificate for another name are told apart before this.)
             return .tls(url: url, detail: text + " (use --cacert FILE for a private CA)")
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_HTTP2,
-             CURLE_HTTP2_STREAM:
+            CURLE_HTTP2_STREAM:
             return .connectionLost(url: url, detail: text)
         case CURLE_TOO_MANY_REDIRECTS: return .tooManyRedirects(url: url)
         case CURLE_UNSUPPORTED_PROTOCOL: return .unsupportedScheme(url: url)

@@ -44,10 +44,12 @@ public final class RangeFetcher: Sendable {
     ///   neither ETag nor Last-Modified) starts up to this many bytes before where it broke off,
     ///   so that `onData` gets bytes it had already and can compare them (the resumed response may
     ///   be of another version). 0 resumes exactly where it broke off.
-    public func fetch(url: String, range: Range<Int64>, ifRange: String? = nil, cancellation: Cancellation? = nil,
-                      resumeOverlap: Int64 = 0, tally: inout FetchCounters,
-                      onResponse: (ResponseInfo) throws -> Void = { _ in },
-                      onData: (Int64, UnsafeRawBufferPointer) throws -> Void) throws -> FetchOutcome {
+    public func fetch(
+        url: String, range: Range<Int64>, ifRange: String? = nil, cancellation: Cancellation? = nil,
+        resumeOverlap: Int64 = 0, tally: inout FetchCounters,
+        onResponse: (ResponseInfo) throws -> Void = { _ in },
+        onData: (Int64, UnsafeRawBufferPointer) throws -> Void
+    ) throws -> FetchOutcome {
         precondition(!range.isEmpty && range.lowerBound >= 0, "fetch needs a non-empty range at a non-negative offset")
         var start = range.lowerBound
         var validator = ifRange
@@ -57,10 +59,11 @@ public final class RangeFetcher: Sendable {
             let outcome: Result<FetchOutcome, Error>
             let performed = try withoutActuallyEscaping(onResponse) { onResponse in
                 try withoutActuallyEscaping(onData) { onData in
-                    let t = RangeTransfer(url: url, shownURL: options.urlRules.shown(url), requested: start..<range.upperBound,
-                                          cancellation: cancellation,
-                                          stallTimeout: options.timeout, lowSpeedLimit: options.lowSpeedLimit,
-                                          onResponse: onResponse, onData: onData)
+                    let t = RangeTransfer(
+                        url: url, shownURL: options.urlRules.shown(url), requested: start..<range.upperBound,
+                        cancellation: cancellation,
+                        stallTimeout: options.timeout, lowSpeedLimit: options.lowSpeedLimit,
+                        onResponse: onResponse, onData: onData)
                     return try perform(t, ifRange: validator)
                 }
             }
@@ -73,7 +76,8 @@ public final class RangeFetcher: Sendable {
                 return o
             case .failure(let error):
                 guard let fetchError = error as? FetchError, fetchError.isTransient, attempt < options.maxRetries,
-                      cancellation?.isCancelled != true else { throw error }
+                    cancellation?.isCancelled != true
+                else { throw error }
                 // A server that stalled or dripped twice will do it again: fail within ~2 timeouts.
                 if case .timeout = fetchError {
                     if timedOut { throw error }
@@ -86,7 +90,8 @@ public final class RangeFetcher: Sendable {
                     if start >= range.upperBound { return .delivered(info) }
                     if validator == nil { start = max(range.lowerBound, start - resumeOverlap) }
                 }
-                try backoff(attempt: attempt, error: fetchError, cancellation: cancellation, url: options.urlRules.shown(url))
+                try backoff(
+                    attempt: attempt, error: fetchError, cancellation: cancellation, url: options.urlRules.shown(url))
                 attempt += 1
             }
         }
@@ -114,8 +119,9 @@ public final class RangeFetcher: Sendable {
         var connections: Int64 = 0, requests: Int64 = 0
         var code = CURLE_OK
         for hop in 0... {
-            let headers = RequestHeader.forHop(url, first: transfer.url, previous: sent, of: options.headers,
-                                               locationTrusted: options.locationTrusted, trustedHosts: options.trustedRedirectHosts)
+            let headers = RequestHeader.forHop(
+                url, first: transfer.url, previous: sent, of: options.headers,
+                locationTrusted: options.locationTrusted, trustedHosts: options.trustedRedirectHosts)
             sent = headers
             // Compressed bodies are not the file's bytes: ask for them as they are on disk.
             var lines = ["Accept-Encoding: identity"]
@@ -130,9 +136,12 @@ public final class RangeFetcher: Sendable {
             // size fails: such a handle is closed, never pooled, so one bad URL cannot break later requests.
             reusable = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
             guard code == CURLE_OK, RangeFetcher.redirectStatuses.contains(transfer.status),
-                  let target = easy.infoString(CURLINFO_REDIRECT_URL) else { break }
-            guard let scheme = target.split(separator: ":").first?.lowercased(), scheme == "http" || scheme == "https" else {
-                transfer.failure = FetchError.redirectRefused(url: transfer.shownURL, target: options.urlRules.shown(target))
+                let target = easy.infoString(CURLINFO_REDIRECT_URL)
+            else { break }
+            guard let scheme = target.split(separator: ":").first?.lowercased(), scheme == "http" || scheme == "https"
+            else {
+                transfer.failure = FetchError.redirectRefused(
+                    url: transfer.shownURL, target: options.urlRules.shown(target))
                 break
             }
             guard hop < options.maxRedirects else {
@@ -146,8 +155,9 @@ public final class RangeFetcher: Sendable {
             $0.connections += connections
             $0.bytesReceived += transfer.bodyBytes
         }
-        return Performed(outcome: result(of: transfer, code: code), info: transfer.info, next: transfer.nextOffset,
-                         requests: requests, connections: connections, bodyBytes: transfer.bodyBytes)
+        return Performed(
+            outcome: result(of: transfer, code: code), info: transfer.info, next: transfer.nextOffset,
+            requests: requests, connections: connections, bodyBytes: transfer.bodyBytes)
     }
 
     /// The statuses libcurl would follow.
@@ -158,8 +168,9 @@ public final class RangeFetcher: Sendable {
     static func carryingUserinfo(of first: String, to target: String, always: Bool) -> String {
         let userinfo = URLText.userinfo(of: first)
         guard let userinfo, URLText.userinfo(of: target) == nil,
-              always || URLText.host(of: target) == URLText.host(of: first),
-              let schemeEnd = target.range(of: "://") else { return target }
+            always || URLText.host(of: target) == URLText.host(of: first),
+            let schemeEnd = target.range(of: "://")
+        else { return target }
         return target[..<schemeEnd.upperBound] + userinfo + "@" + target[schemeEnd.upperBound...]
     }
 
@@ -168,28 +179,36 @@ public final class RangeFetcher: Sendable {
         if let failure = transfer.failure { return .failure(failure) }
         let finished = code == CURLE_OK || (code == CURLE_WRITE_ERROR && transfer.stoppedEarly)
         guard finished else {
-            if let address = transfer.refusedAddress { return .failure(FetchError.addressRefused(url: url, address: address)) }
+            if let address = transfer.refusedAddress {
+                return .failure(FetchError.addressRefused(url: url, address: address))
+            }
             if transfer.stalled { return .failure(FetchError.timeout(url: url)) }
             // Of an http(s) URL, libcurl says "unsupported protocol" about the answer: no status
             // line (HTTP/0.9, garbage), or a status it cannot use as final (1xx).
             if code == CURLE_UNSUPPORTED_PROTOCOL, let scheme = transfer.url.split(separator: ":").first?.lowercased(),
-               scheme == "http" || scheme == "https" {
-                return .failure(FetchError.badResponse(url: url, detail: "its answer is not an HTTP response mprobe can use"))
+                scheme == "http" || scheme == "https"
+            {
+                return .failure(
+                    FetchError.badResponse(url: url, detail: "its answer is not an HTTP response mprobe can use"))
             }
             // A certificate made for another host name: trusting another CA would not help.
             if code == CURLE_PEER_FAILED_VERIFICATION, let words = transfer.easy?.errorText,
-               words.contains("host name") || words.contains("hostname") {
+                words.contains("host name") || words.contains("hostname")
+            {
                 return .failure(FetchError.tls(url: url, detail: "the certificate is not for this host name"))
             }
             // A handshake that broke off (a reset, a server that does not speak TLS there) is
             // not about trusting certificates.
             if code == CURLE_SSL_CONNECT_ERROR {
                 let words = transfer.easy?.errorText ?? ""
-                return .failure(FetchError.tls(url: url, detail: "the TLS handshake failed" + (words.isEmpty ? "" : " (\(words))")))
+                return .failure(
+                    FetchError.tls(url: url, detail: "the TLS handshake failed" + (words.isEmpty ? "" : " (\(words))")))
             }
             // libcurl says "malformed URL" about a Location it cannot parse, as if of ours.
             if code == CURLE_URL_MALFORMAT, let target = transfer.header("location") {
-                return .failure(FetchError.badResponse(url: url, detail: "it redirects to a malformed URL (\(options.urlRules.shown(target)))"))
+                return .failure(
+                    FetchError.badResponse(
+                        url: url, detail: "it redirects to a malformed URL (\(options.urlRules.shown(target)))"))
             }
             return .failure(FetchError.from(code, url: url, detail: ""))
         }
@@ -199,8 +218,12 @@ public final class RangeFetcher: Sendable {
                 let info = try transfer.makeInfo()
                 if transfer.endedShort {
                     let announced = transfer.announcedEnd ?? transfer.nextOffset
-                    return .failure(FetchError.connectionLost(url: url, detail:
-                        "the body ended at byte \(transfer.nextOffset) of the \(info.bodyStart)-\(announced - 1) it announced"))
+                    return .failure(
+                        FetchError.connectionLost(
+                            url: url,
+                            detail:
+                                "the body ended at byte \(transfer.nextOffset) of the \(info.bodyStart)-\(announced - 1) it announced"
+                        ))
                 }
                 return .success(.delivered(info))
             } catch {
@@ -209,11 +232,16 @@ public final class RangeFetcher: Sendable {
         case 416:
             guard let value = transfer.header("content-range") else { return .success(.pastEnd(totalSize: nil)) }
             guard let total = ContentRange(value)?.total else {
-                return .failure(FetchError.badResponse(url: url, detail: "416 with an impossible Content-Range \(value)"))
+                return .failure(
+                    FetchError.badResponse(url: url, detail: "416 with an impossible Content-Range \(value)"))
             }
             guard transfer.requested.lowerBound >= total else {
-                return .failure(FetchError.badResponse(url: url, detail:
-                    "it refused bytes \(transfer.requested.lowerBound)-\(transfer.requested.upperBound - 1) (416) of a resource it says has \(total) bytes"))
+                return .failure(
+                    FetchError.badResponse(
+                        url: url,
+                        detail:
+                            "it refused bytes \(transfer.requested.lowerBound)-\(transfer.requested.upperBound - 1) (416) of a resource it says has \(total) bytes"
+                    ))
             }
             return .success(.pastEnd(totalSize: total))
         default:
@@ -289,7 +317,6 @@ public final class RangeFetcher: Sendable {
         withExtendedLifetime(evicted) {}
     }
 }
-
 
 extension Double {
     fileprivate func clamped(_ lo: Double, _ hi: Double) -> Double { Swift.min(Swift.max(self, lo), hi) }

@@ -56,9 +56,11 @@ final class RangeTransfer {
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
     private(set) var stoppedEarly = false
 
-    init(url: String, shownURL: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double,
-         lowSpeedLimit: Double, onResponse: @escaping (ResponseInfo) throws -> Void,
-         onData: @escaping (Int64, UnsafeRawBufferPointer) throws -> Void) {
+    init(
+        url: String, shownURL: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double,
+        lowSpeedLimit: Double, onResponse: @escaping (ResponseInfo) throws -> Void,
+        onData: @escaping (Int64, UnsafeRawBufferPointer) throws -> Void
+    ) {
         self.url = url
         self.shownURL = shownURL
         self.requested = requested
@@ -81,8 +83,10 @@ final class RangeTransfer {
         lastActivity = ProcessInfo.processInfo.systemUptime
         headerBytes += byteCount
         guard headerBytes <= RangeTransfer.maxHeaderBytes else {
-            failure = FetchError.badResponse(url: shownURL, detail:
-                "its response headers exceed \(RangeTransfer.maxHeaderBytes >> 10) KiB")
+            failure = FetchError.badResponse(
+                url: shownURL,
+                detail:
+                    "its response headers exceed \(RangeTransfer.maxHeaderBytes >> 10) KiB")
             return false
         }
         let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -94,8 +98,11 @@ final class RangeTransfer {
             if (100..<200).contains(status) {
                 interimAnswers += 1
                 guard interimAnswers <= RangeTransfer.maxInterimAnswers else {
-                    failure = FetchError.badResponse(url: shownURL, detail:
-                        "it sent more than \(RangeTransfer.maxInterimAnswers) interim (1xx) answers before its answer")
+                    failure = FetchError.badResponse(
+                        url: shownURL,
+                        detail:
+                            "it sent more than \(RangeTransfer.maxInterimAnswers) interim (1xx) answers before its answer"
+                    )
                     return false
                 }
             }
@@ -114,39 +121,49 @@ final class RangeTransfer {
     }
 
     /// Headers an answer has at most once (or repeats unchanged).
-    static let singular: Set<String> = ["content-length", "content-range", "content-encoding", "transfer-encoding",
-                                        "etag", "last-modified", "content-type", "location"]
+    static let singular: Set<String> = [
+        "content-length", "content-range", "content-encoding", "transfer-encoding",
+        "etag", "last-modified", "content-type", "location",
+    ]
 
     /// Builds and checks the response description before the first body byte is used: an encoded
     /// body, a Content-Range other than the one asked for, or lengths that disagree are refused.
     func makeInfo() throws -> ResponseInfo {
         if let info { return info }
         let effective = easy?.infoString(CURLINFO_EFFECTIVE_URL) ?? url
-        var result = ResponseInfo(status: status, totalSize: nil, etag: RangeTransfer.validator(header("etag")),
-                                  lastModified: RangeTransfer.validator(header("last-modified")), contentType: header("content-type"),
-                                  effectiveURL: effective, bodyStart: 0, httpVersion: httpVersion)
+        var result = ResponseInfo(
+            status: status, totalSize: nil, etag: RangeTransfer.validator(header("etag")),
+            lastModified: RangeTransfer.validator(header("last-modified")), contentType: header("content-type"),
+            effectiveURL: effective, bodyStart: 0, httpVersion: httpVersion)
         result.framed = httpVersion == "2" || header("transfer-encoding")?.lowercased().contains("chunked") == true
         if let encoding = header("content-encoding"), encoding.lowercased() != "identity" {
             // We ask for identity; a compressed body is not the file's bytes at any offset.
-            throw FetchError.badResponse(url: shownURL, detail:
-                "the body came encoded (Content-Encoding: \(encoding)) although identity was asked for")
+            throw FetchError.badResponse(
+                url: shownURL,
+                detail:
+                    "the body came encoded (Content-Encoding: \(encoding)) although identity was asked for")
         }
         let length = header("content-length")
         if status == 206 {
             guard let value = header("content-range"), let range = ContentRange(value),
-                  let first = range.first, let last = range.last else {
+                let first = range.first, let last = range.last
+            else {
                 throw FetchError.badResponse(url: shownURL, detail: "206 without a usable Content-Range")
             }
             let wantedLast = requested.upperBound - 1
             // The server may end early only at the end of the resource.
             let endsWhereAsked = last == wantedLast || (last < wantedLast && range.total == last + 1)
             guard first == requested.lowerBound, endsWhereAsked else {
-                throw FetchError.badResponse(url: shownURL, detail:
-                    "asked for bytes \(requested.lowerBound)-\(wantedLast), got Content-Range \(value)")
+                throw FetchError.badResponse(
+                    url: shownURL,
+                    detail:
+                        "asked for bytes \(requested.lowerBound)-\(wantedLast), got Content-Range \(value)")
             }
             if let length, ContentRange.number(length) != last - first + 1 {
-                throw FetchError.badResponse(url: shownURL, detail:
-                    "Content-Length \(length) disagrees with Content-Range \(value)")
+                throw FetchError.badResponse(
+                    url: shownURL,
+                    detail:
+                        "Content-Length \(length) disagrees with Content-Range \(value)")
             }
             result.totalSize = range.total
             result.bodyStart = first
@@ -173,8 +190,10 @@ final class RangeTransfer {
             _ = try makeInfo()
             let start = nextOffset
             if let announcedEnd, start + Int64(bytes.count) > announcedEnd {
-                throw FetchError.badResponse(url: shownURL, detail:
-                    "the body runs past the end of its Content-Range (byte \(announcedEnd - 1))")
+                throw FetchError.badResponse(
+                    url: shownURL,
+                    detail:
+                        "the body runs past the end of its Content-Range (byte \(announcedEnd - 1))")
             }
             nextOffset += Int64(bytes.count)
             // A 200 body starts at 0: keep what lies before the end of the request, so the
@@ -233,7 +252,9 @@ final class RangeTransfer {
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let a = address.pointee
         if let connectionPolicy {
-            let (ip, port) = withUnsafePointer(to: &address.pointee.addr) { RangeTransfer.numericAddress($0, length: a.addrlen) }
+            let (ip, port) = withUnsafePointer(to: &address.pointee.addr) {
+                RangeTransfer.numericAddress($0, length: a.addrlen)
+            }
             guard connectionPolicy(ip, port) else {
                 refusedAddress = a.family == AF_INET6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
                 return mp_curl_socket_bad()
@@ -245,10 +266,16 @@ final class RangeTransfer {
 
     /// The numeric IP and port of a socket address.
     static func numericAddress(_ address: UnsafePointer<sockaddr>, length: UInt32) -> (String, Int) {
-        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST)), service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
-        guard getnameinfo(address, socklen_t(length), &host, socklen_t(host.count), &service, socklen_t(service.count),
-                          NI_NUMERICHOST | NI_NUMERICSERV) == 0 else { return ("", 0) }
-        let text = { (chars: [CChar]) in String(decoding: chars.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST)),
+            service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        guard
+            getnameinfo(
+                address, socklen_t(length), &host, socklen_t(host.count), &service, socklen_t(service.count),
+                NI_NUMERICHOST | NI_NUMERICSERV) == 0
+        else { return ("", 0) }
+        let text = { (chars: [CChar]) in
+            String(decoding: chars.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
         return (text(host), Int(text(service)) ?? 0)
     }
 
@@ -257,7 +284,8 @@ final class RangeTransfer {
     /// and the resource is then told apart as one without (`OverlapCheck`).
     static func validator(_ value: String?) -> String? {
         guard let value, !value.isEmpty, value.utf8.count <= 256,
-              value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else { return nil }
+            value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F })
+        else { return nil }
         return value
     }
 
@@ -287,16 +315,18 @@ let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
 }
 
 /// libcurl asks for a socket for each new connection (the first, and redirect hops).
-let transferOpenSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t = {
-    context, _, address in
-    guard let context, let address else { return mp_curl_socket_bad() }
-    return Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue().openSocket(address)
-}
+let transferOpenSocketCallback:
+    @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t = {
+        context, _, address in
+        guard let context, let address else { return mp_curl_socket_bad() }
+        return Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue().openSocket(address)
+    }
 
 /// libcurl polls this during the transfer; a non-zero answer aborts it (cancellation, stall).
-let transferProgressCallback: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
-    context, _, _, _, _ in
-    guard let context else { return 0 }
-    let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.shouldAbort() ? 1 : 0
-}
+let transferProgressCallback:
+    @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
+        context, _, _, _, _ in
+        guard let context else { return 0 }
+        let transfer = Unmanaged<RangeTransfer>.fromOpaque(context).takeUnretainedValue()
+        return transfer.shouldAbort() ? 1 : 0
+    }

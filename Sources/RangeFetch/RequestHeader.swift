@@ -11,7 +11,9 @@ public struct RequestHeader: Sendable, Equatable {
     public let hostPattern: String?
 
     /// Headers mprobe sets itself: a user's would break closed ranges and version checks.
-    static let reserved: Set<String> = ["range", "if-range", "accept-encoding", "content-length", "transfer-encoding", "connection"]
+    static let reserved: Set<String> = [
+        "range", "if-range", "accept-encoding", "content-length", "transfer-encoding", "connection",
+    ]
 
     /// Parses `Name: value`; throws a sentence naming the problem.
     public init(parsing line: String, hostPattern: String? = nil) throws {
@@ -23,7 +25,8 @@ public struct RequestHeader: Sendable, Equatable {
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
         guard !name.isEmpty, name.allSatisfy({ tokenCharacters.contains($0) }) else {
-            throw InvalidRequestHeader(line: name, problem: "the name must be a token (letters, digits, - and the like)")
+            throw InvalidRequestHeader(
+                line: name, problem: "the name must be a token (letters, digits, - and the like)")
         }
         guard !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
             throw InvalidRequestHeader(line: name, problem: "the value holds a control character")
@@ -52,8 +55,10 @@ public struct RequestHeader: Sendable, Equatable {
     ///   cannot send an operator's credential on to a host of its choosing.
     /// - An unscoped header goes everywhere, but credentials only to `first`'s host and port
     ///   (unless `locationTrusted`), as curl does.
-    static func forHop(_ url: String, first: String, previous: [RequestHeader]?, of headers: [RequestHeader],
-                       locationTrusted: Bool, trustedHosts: [String]) -> [RequestHeader] {
+    static func forHop(
+        _ url: String, first: String, previous: [RequestHeader]?, of headers: [RequestHeader],
+        locationTrusted: Bool, trustedHosts: [String]
+    ) -> [RequestHeader] {
         guard let previous else { return headers.filter { $0.applies(to: url) } }
         let host = URLText.host(of: url) ?? ""
         let sameHost = host == URLText.host(of: first)

@@ -66,7 +66,8 @@ struct ContentRange: Equatable {
     /// A decimal byte count in 0...maxResourceSize ("+5", "-5", " 5" and overflow are refused).
     static func number<S: StringProtocol>(_ text: S) -> Int64? {
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int64(text),
-              n <= ResponseInfo.maxResourceSize else { return nil }
+            n <= ResponseInfo.maxResourceSize
+        else { return nil }
         return n
     }
 }

@@ -31,12 +31,16 @@ public enum CacheMap {
     /// `minimumBar` for a bar). `ranges` are the cached byte ranges (sorted, disjoint, ends
     /// exclusive) of a resource of `size` bytes; `media`, when its header is cached, adds the
     /// moov's place and a line per track over its duration.
-    public static func lines(size: Int64, ranges: [Range<Int64>], media: CachedMedia?, width: Int,
-                             charset: Charset) -> [String] {
+    public static func lines(
+        size: Int64, ranges: [Range<Int64>], media: CachedMedia?, width: Int,
+        charset: Charset
+    ) -> [String] {
         let cached = ranges.reduce(Int64(0)) { $0 + Int64($1.count) }
         var rows: [(label: String, covered: [Range<Double>], length: Double, suffix: String)] = [
-            ("bytes", ranges.map { Double($0.lowerBound)..<Double($0.upperBound) }, Double(size),
-             percent(cached, of: size)),
+            (
+                "bytes", ranges.map { Double($0.lowerBound)..<Double($0.upperBound) }, Double(size),
+                percent(cached, of: size)
+            )
         ]
         let tracks = media?.tracks ?? []
         // A duration the container does not state is at least as long as what is buffered.
@@ -64,7 +68,7 @@ public enum CacheMap {
         guard length > 0 else { return Array(repeating: charset.full, count: width) }
         var cells: [Character] = []
         cells.reserveCapacity(width)
-        var first = 0 // the first range that may reach into this cell or a later one
+        var first = 0  // the first range that may reach into this cell or a later one
         for i in 0..<width {
             let lower = length * Double(i) / Double(width), upper = length * Double(i + 1) / Double(width)
             while first < covered.count && covered[first].upperBound <= lower { first += 1 }

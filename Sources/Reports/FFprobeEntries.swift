@@ -99,12 +99,20 @@ public struct FFprobeEntries: Sendable {
         for part in spec.split(separator: ":", omittingEmptySubsequences: false) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = pieces[0].trimmingCharacters(in: .whitespaces)
-            let keys = pieces.count > 1 ? Set(pieces[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }) : nil
+            let keys =
+                pieces.count > 1
+                ? Set(
+                    pieces[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                        !$0.isEmpty
+                    }) : nil
             if FFprobeEntries.unsupportedNames.contains(name) {
-                let hint = ["tags", "side_data", "side_data_list"].contains(name)
+                let hint =
+                    ["tags", "side_data", "side_data_list"].contains(name)
                     ? "; name the section's own, such as stream_\(name) or format_tags" : ""
-                throw InvalidOption("show_entries", "\(name): ffprobe would print chapters, frames or packets for it, "
-                                    + "which mprobe does not read\(hint)")
+                throw InvalidOption(
+                    "show_entries",
+                    "\(name): ffprobe would print chapters, frames or packets for it, "
+                        + "which mprobe does not read\(hint)")
             }
             let matched = Section.allCases.filter { $0.name == name || $0.uniqueName == name }
             guard !matched.isEmpty else { throw InvalidOption("show_entries", "\(name): no such section") }

@@ -56,12 +56,16 @@ public enum FFprobeReport {
         fields.add("pcr_pid", .int(p.pcrPID))
         if entries.isShown(.programTags) { fields.add(tags: p.tags, section: .programTags) }
         // ffprobe always prints the program's stream list, filtered like the top-level one.
-        fields.section("streams", .array(p.streamIndexes.compactMap { streams[$0] }.map { stream($0, in: .programStream, entries) }))
+        fields.section(
+            "streams",
+            .array(p.streamIndexes.compactMap { streams[$0] }.map { stream($0, in: .programStream, entries) }))
         return fields.json
     }
 
     /// One stream, in the top-level list (`.stream`) or in a program's (`.programStream`).
-    private static func stream(_ s: StreamDetails, in section: FFprobeEntries.Section, _ entries: FFprobeEntries) -> JSON {
+    private static func stream(
+        _ s: StreamDetails, in section: FFprobeEntries.Section, _ entries: FFprobeEntries
+    ) -> JSON {
         var fields = Fields(section: section, entries: entries)
         fields.add("index", .int(s.index))
         fields.add("codec_name", s.codecName.map(JSON.string))
@@ -146,7 +150,8 @@ public enum FFprobeReport {
         case .displayMatrix(let matrix, let rotation):
             // Three rows of " %11d", each after its row number as "%08x: ".
             let rows = stride(from: 0, to: matrix.count, by: 3).enumerated().map { row, start in
-                String(format: "%08x: ", row) + matrix[start..<min(start + 3, matrix.count)].map { String(format: " %11d", $0) }.joined()
+                String(format: "%08x: ", row)
+                    + matrix[start..<min(start + 3, matrix.count)].map { String(format: " %11d", $0) }.joined()
             }
             fields.add("displaymatrix", .string("\n" + rows.map { $0 + "\n" }.joined()))
             fields.add("rotation", .int(cInteger(rotation)))
@@ -178,9 +183,11 @@ public enum FFprobeReport {
             fields.add("max_content", .int(Int64(maxContent)))
             fields.add("max_average", .int(Int64(maxAverage)))
         case .doviConfiguration(let d):
-            let values = [("dv_version_major", d.versionMajor), ("dv_version_minor", d.versionMinor), ("dv_profile", d.profile),
-                          ("dv_level", d.level), ("rpu_present_flag", d.rpuPresent), ("el_present_flag", d.elPresent),
-                          ("bl_present_flag", d.blPresent), ("dv_bl_signal_compatibility_id", d.blSignalCompatibilityID)]
+            let values = [
+                ("dv_version_major", d.versionMajor), ("dv_version_minor", d.versionMinor), ("dv_profile", d.profile),
+                ("dv_level", d.level), ("rpu_present_flag", d.rpuPresent), ("el_present_flag", d.elPresent),
+                ("bl_present_flag", d.blPresent), ("dv_bl_signal_compatibility_id", d.blSignalCompatibilityID),
+            ]
             for (name, value) in values { fields.add(name, .int(Int64(value))) }
         case .audioServiceType(let type):
             fields.add("service_type", .int(Int64(type)))

@@ -15,7 +15,9 @@ public struct OutputFolder: Sendable {
     /// they fetch anything, and create only when there is something to write.
     public func checkWritable() throws {
         if let isFolder = OutputFolder.isFolder(path) {
-            guard isFolder else { throw OutputError("cannot create the output folder \(path): it \(OutputFolder.notFolder(path))") }
+            guard isFolder else {
+                throw OutputError("cannot create the output folder \(path): it \(OutputFolder.notFolder(path))")
+            }
             if access(path, W_OK | X_OK) != 0 {
                 throw OutputError("cannot write to the output folder \(path): \(OutputError.reason(errno))")
             }
@@ -26,7 +28,8 @@ public struct OutputFolder: Sendable {
             ancestor = OutputFolder.parent(of: ancestor)
         }
         guard OutputFolder.isFolder(ancestor) == true else {
-            throw OutputError("cannot create the output folder \(path): \(ancestor) \(OutputFolder.notFolder(ancestor))")
+            throw OutputError(
+                "cannot create the output folder \(path): \(ancestor) \(OutputFolder.notFolder(ancestor))")
         }
         if access(ancestor, W_OK | X_OK) != 0 {
             throw OutputError("cannot create the output folder \(path): \(OutputError.reason(errno))")
@@ -42,8 +45,10 @@ public struct OutputFolder: Sendable {
             folder = OutputFolder.parent(of: folder)
         }
         if OutputFolder.isFolder(folder) == false {
-            throw OutputError(folder == path ? "cannot create the output folder \(path): it \(OutputFolder.notFolder(path))"
-                                             : "cannot create the output folder \(path): \(folder) \(OutputFolder.notFolder(folder))")
+            throw OutputError(
+                folder == path
+                    ? "cannot create the output folder \(path): it \(OutputFolder.notFolder(path))"
+                    : "cannot create the output folder \(path): \(folder) \(OutputFolder.notFolder(folder))")
         }
         for folder in missing.reversed() where mkdir(folder, 0o755) != 0 && errno != EEXIST {
             throw OutputError("cannot create the output folder \(path): \(OutputError.reason(errno))")
@@ -70,7 +75,9 @@ public struct OutputFolder: Sendable {
             let closed = close(fd)
             fd = -1
             if closed != 0 && errno != EINTR { throw OutputError("cannot write \(file): \(OutputError.reason(errno))") }
-            guard rename(temporary, file) == 0 else { throw OutputError("cannot write \(file): \(OutputError.reason(errno))") }
+            guard rename(temporary, file) == 0 else {
+                throw OutputError("cannot write \(file): \(OutputError.reason(errno))")
+            }
         } catch {
             if fd >= 0 { close(fd) }
             unlink(temporary)
@@ -81,10 +88,12 @@ public struct OutputFolder: Sendable {
     private static func writeAll(_ bytes: [UInt8], to fd: Int32, file: String) throws {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { all in all.baseAddress.map { Glibc.write(fd, $0 + done, all.count - done) } ?? 0 }
+            let n = bytes.withUnsafeBytes { all in
+                all.baseAddress.map { Glibc.write(fd, $0 + done, all.count - done) } ?? 0
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
-                let error = n < 0 ? errno : ENOSPC // a zero-byte write makes no progress: the device is full
+                let error = n < 0 ? errno : ENOSPC  // a zero-byte write makes no progress: the device is full
                 throw OutputError("cannot write \(file): \(OutputError.reason(error))")
             }
             done += n

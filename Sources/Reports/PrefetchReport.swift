@@ -23,16 +23,28 @@ public enum PrefetchReport {
             ("sample_ranges", rangesJSON(p.sampleRanges)),
             ("missing", rangesJSON(p.missing)), ("missing_bytes", .int(p.missingBytes)),
             ("fetched", .bool(!planOnly)),
-            ("tracks", .array(p.tracks.map { t in
-                let buffered = o.buffered.first { $0.index == t.index }?.ranges ?? []
-                return .object([("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
-                                ("samples", t.samples.map { .int($0) } ?? .null), ("bytes", t.bytes.map { .int($0) } ?? .null),
-                                ("first_time", t.firstTime.map { .double(ms($0)) } ?? .null),
-                                ("last_time", t.lastTime.map { .double(ms($0)) } ?? .null),
-                                ("buffered", timeRangesJSON(buffered))])
-            })),
-            ("fetch", .object([("requests", .int(o.fetched.requests)), ("bytes_fetched", .int(o.fetched.bytesFetched)),
-                               ("seconds", .double(ms(o.seconds)))])),
+            (
+                "tracks",
+                .array(
+                    p.tracks.map { t in
+                        let buffered = o.buffered.first { $0.index == t.index }?.ranges ?? []
+                        return .object([
+                            ("index", .int(t.index)), ("type", .string(t.kind.rawValue)),
+                            ("samples", t.samples.map { .int($0) } ?? .null),
+                            ("bytes", t.bytes.map { .int($0) } ?? .null),
+                            ("first_time", t.firstTime.map { .double(ms($0)) } ?? .null),
+                            ("last_time", t.lastTime.map { .double(ms($0)) } ?? .null),
+                            ("buffered", timeRangesJSON(buffered)),
+                        ])
+                    })
+            ),
+            (
+                "fetch",
+                .object([
+                    ("requests", .int(o.fetched.requests)), ("bytes_fetched", .int(o.fetched.bytesFetched)),
+                    ("seconds", .double(ms(o.seconds))),
+                ])
+            ),
         ])
     }
 }

@@ -4,10 +4,13 @@ import MediaKit
 /// The probe result as `mprobe probe --json` and `GET /v1/probe` show it.
 public enum ProbeReport {
     public static func json(_ r: ProbeResult) -> JSON {
-        let moov: JSON = r.layout?.moov.map { box in
-            .object([("offset", .int(box.offset)), ("size", .int(box.size)),
-                     ("position", .string(r.layout?.moovPosition?.rawValue ?? "front"))])
-        } ?? .null
+        let moov: JSON =
+            r.layout?.moov.map { box in
+                .object([
+                    ("offset", .int(box.offset)), ("size", .int(box.size)),
+                    ("position", .string(r.layout?.moovPosition?.rawValue ?? "front")),
+                ])
+            } ?? .null
         return .object([
             ("url", .string(r.input)),
             ("size", .optional(r.size)),
@@ -20,9 +23,14 @@ public enum ProbeReport {
             ("fragmented", .bool(r.layout?.fragmented ?? false)),
             ("tracks", .array(r.tracks.map(track))),
             ("tags", tags(r.tags)),
-            ("fetch", .object([("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched)),
-                               ("bytes_from_cache", .int(r.fetch.bytesFromCache)), ("floor_bytes", .int(r.floorBytes)),
-                               ("seconds", .double(round6(r.seconds)))])),
+            (
+                "fetch",
+                .object([
+                    ("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched)),
+                    ("bytes_from_cache", .int(r.fetch.bytesFromCache)), ("floor_bytes", .int(r.floorBytes)),
+                    ("seconds", .double(round6(r.seconds))),
+                ])
+            ),
         ])
     }
 

@@ -12,9 +12,14 @@ public enum StreamProbeReport {
             ("encryption", .array(r.encryption.map { .string($0) })),
             ("variants", .array(r.variants.map(variant))),
             ("renditions", .array(r.renditions.map(rendition))),
-            ("fetch", .object([("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched)),
-                               ("bytes_from_cache", .int(r.fetch.bytesFromCache)),
-                               ("seconds", .double(ProbeReport.round6(r.seconds)))])),
+            (
+                "fetch",
+                .object([
+                    ("requests", .int(r.fetch.requests)), ("bytes_fetched", .int(r.fetch.bytesFetched)),
+                    ("bytes_from_cache", .int(r.fetch.bytesFromCache)),
+                    ("seconds", .double(ProbeReport.round6(r.seconds))),
+                ])
+            ),
         ])
     }
 
@@ -42,7 +47,8 @@ public enum StreamProbeReport {
 
     private static func playlist(_ p: StreamPlaylistInfo) -> JSON {
         .object([
-            ("live", .bool(p.live)), ("duration", .double(ProbeReport.round6(p.duration))), ("segments", .int(p.segments)),
+            ("live", .bool(p.live)), ("duration", .double(ProbeReport.round6(p.duration))),
+            ("segments", .int(p.segments)),
             ("target_duration", p.targetDuration.map { .double($0) } ?? .null),
             ("encryption", .array(p.encryption.map { .string($0) })), ("byte_ranges", .bool(p.byteRanges)),
             ("init_section", .bool(p.initSection)),

@@ -16,7 +16,8 @@ public enum ThumbnailReport {
         for sheet in set.sprites { try folder.write(sheet.encoded, to: sheet.fileName) }
         if let vtt = set.storyboard { try folder.write(Array(vtt.utf8), to: storyboardName) }
         if set.storyboards.contains(.hls), let playlist = Storyboard.hls(set),
-           let master = Storyboard.hlsMaster(set, playlist: hlsName) {
+            let master = Storyboard.hlsMaster(set, playlist: hlsName)
+        {
             try folder.write(Array(playlist.utf8), to: hlsName)
             try folder.write(Array(master.utf8), to: hlsMasterName)
         }
@@ -32,11 +33,17 @@ public enum ThumbnailReport {
     public static func manifest(_ set: ThumbnailSet) -> JSON {
         .object([
             ("url", .string(set.input)),
-            ("thumbnails", .array(set.thumbnails.map { t in
-                .object([("time", .double(PrefetchReport.ms(t.time))), ("pts", .double(PrefetchReport.ms(t.pts))),
-                         ("file", .string(t.fileName)), ("width", .int(t.width)), ("height", .int(t.height)),
-                         ("skipped_blank_pts", t.skippedBlank.map { .double(PrefetchReport.ms($0)) } ?? .null)])
-            })),
+            (
+                "thumbnails",
+                .array(
+                    set.thumbnails.map { t in
+                        .object([
+                            ("time", .double(PrefetchReport.ms(t.time))), ("pts", .double(PrefetchReport.ms(t.pts))),
+                            ("file", .string(t.fileName)), ("width", .int(t.width)), ("height", .int(t.height)),
+                            ("skipped_blank_pts", t.skippedBlank.map { .double(PrefetchReport.ms($0)) } ?? .null),
+                        ])
+                    })
+            ),
             ("sprite", .optional(set.sprites.first?.fileName)),
             ("sprites", .array(set.sprites.map { .string($0.fileName) })),
             ("vtt", .optional(set.storyboard == nil ? nil : storyboardName)),
@@ -50,8 +57,14 @@ public enum ThumbnailReport {
         guard case .object(var members) = manifest(set) else { return .null }
         members.append(("dir", .string(dir)))
         members.append(("notes", .array(set.notes.map { .string($0) })))
-        members.append(("fetch", .object([("requests", .int(set.fetch.requests)), ("bytes_fetched", .int(set.fetch.bytesFetched)),
-                                          ("floor_bytes", .int(set.floorBytes))])))
+        members.append(
+            (
+                "fetch",
+                .object([
+                    ("requests", .int(set.fetch.requests)), ("bytes_fetched", .int(set.fetch.bytesFetched)),
+                    ("floor_bytes", .int(set.floorBytes)),
+                ])
+            ))
         return .object(members)
     }
 }

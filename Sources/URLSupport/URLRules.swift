@@ -104,7 +104,8 @@ extension URLRules {
             // The scheme: the letters, digits, + - . just before "://".
             var start = separator.lowerBound
             while start > rest.startIndex, let c = rest[rest.index(before: start)].unicodeScalars.first,
-                  c.properties.isAlphabetic || ("0"..."9").contains(Character(c)) || "+-.".unicodeScalars.contains(c) {
+                c.properties.isAlphabetic || ("0"..."9").contains(Character(c)) || "+-.".unicodeScalars.contains(c)
+            {
                 start = rest.index(before: start)
             }
             let end = rest[separator.upperBound...].firstIndex(where: ends.contains) ?? rest.endIndex

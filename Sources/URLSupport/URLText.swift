@@ -54,9 +54,11 @@ public enum URLText {
         var i = text.utf8.startIndex
         let utf8 = text.utf8
         while i < utf8.endIndex {
-            if utf8[i] == UInt8(ascii: "%"), let h = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex), h < utf8.endIndex,
-               let l = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), l < utf8.endIndex,
-               let value = UInt8(String(decoding: [utf8[h], utf8[l]], as: UTF8.self), radix: 16) {
+            if utf8[i] == UInt8(ascii: "%"), let h = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex),
+                h < utf8.endIndex,
+                let l = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), l < utf8.endIndex,
+                let value = UInt8(String(decoding: [utf8[h], utf8[l]], as: UTF8.self), radix: 16)
+            {
                 bytes.append(value)
                 i = utf8.index(after: l)
             } else {
@@ -90,7 +92,8 @@ public enum URLText {
         // For display, a `?` before the last `@` of the authority counts as part of a password
         // (`http://u:pa?ss@host`, which no parser accepts), so that it is hidden, not shown —
         // at the price of hiding the query of a URL that has no path and an `@` in its query.
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "#" || (!forDisplay && $0 == "?") }) ?? url.endIndex
+        let authorityEnd =
+            rest.firstIndex(where: { $0 == "/" || $0 == "#" || (!forDisplay && $0 == "?") }) ?? url.endIndex
         guard let at = url[authorityStart..<authorityEnd].lastIndex(of: "@") else { return nil }
         return authorityStart..<at
     }

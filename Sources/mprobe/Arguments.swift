@@ -15,8 +15,10 @@ struct Arguments {
     ///   `optionalValues`: flags that may carry a value, inline (`--sprite=5x4`) or as the next
     ///   argument when it matches the pattern (`--sprite 5x4`); `pairOptions`: options followed
     ///   by two values.
-    init(_ args: [String], valueOptions: Set<String>, flagOptions: Set<String>,
-         optionalValues: [String: String] = [:], pairOptions: Set<String> = []) throws {
+    init(
+        _ args: [String], valueOptions: Set<String>, flagOptions: Set<String>,
+        optionalValues: [String: String] = [:], pairOptions: Set<String> = []
+    ) throws {
         var i = 0
         var onlyPositionals = false
         while i < args.count {
@@ -39,7 +41,9 @@ struct Arguments {
             if name == "H" { name = "header" }
             if name == "A" { name = "user-agent" }
             if pairOptions.contains(name) {
-                guard inlineValue == nil, i + 1 < args.count else { throw UsageError("option --\(name) needs two values") }
+                guard inlineValue == nil, i + 1 < args.count else {
+                    throw UsageError("option --\(name) needs two values")
+                }
                 pairs[name, default: []].append((args[i], args[i + 1]))
                 i += 2
             } else if valueOptions.contains(name) {
@@ -99,7 +103,9 @@ struct Arguments {
 /// that `Double(_:)` also takes (`--at 0x10` was 16 s).
 func parseDecimal(_ text: String) -> Double? {
     let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-    guard !text.isEmpty, text != ".", parts.count <= 2, parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
+    guard !text.isEmpty, text != ".", parts.count <= 2,
+        parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) })
+    else {
         return nil
     }
     return Double(text)
@@ -108,9 +114,11 @@ func parseDecimal(_ text: String) -> Double? {
 /// Parses sizes like `500M`, `10G`, `1048576`, `2GiB`.
 func parseByteSize(_ text: String) -> Int64? {
     let t = text.trimmingCharacters(in: .whitespaces).uppercased()
-    let units: [(String, Int64)] = [("TIB", 1 << 40), ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10),
-                                    ("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10),
-                                    ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
+    let units: [(String, Int64)] = [
+        ("TIB", 1 << 40), ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10),
+        ("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10),
+        ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1),
+    ]
     for (suffix, factor) in units where t.hasSuffix(suffix) {
         guard let n = Double(t.dropLast(suffix.count)), n >= 0 else { return nil }
         return Int64(exactly: (n * Double(factor)).rounded()).flatMap { $0 < 1 << 62 ? $0 : nil }

@@ -13,8 +13,10 @@ enum Batch {
     /// `next` gives the items (inputs, or inputs with what the command derives from them in order);
     /// it is called on this thread only. Returns how many items there were.
     @discardableResult
-    static func run<T: Sendable, R>(next: () -> T?, jobs: Int, work: @escaping @Sendable (Int, T) -> R,
-                                    emit: (Int, T, R) -> Void) -> Int {
+    static func run<T: Sendable, R>(
+        next: () -> T?, jobs: Int, work: @escaping @Sendable (Int, T) -> R,
+        emit: (Int, T, R) -> Void
+    ) -> Int {
         let jobs = max(1, jobs)
         let window = jobs * windowPerJob
         let board = ResultBoard<T, R>()

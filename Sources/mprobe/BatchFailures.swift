@@ -17,8 +17,11 @@ struct BatchFailures {
         let text = "\(error)"
         Console.error(text.contains(shown) ? text : "\(shown): \(text)")
         if json {
-            Console.out(JSON.object([("url", .string(shown)), ("error", .string(text)),
-                                     ("exit_code", .int(Int(code.rawValue)))]).text)
+            Console.out(
+                JSON.object([
+                    ("url", .string(shown)), ("error", .string(text)),
+                    ("exit_code", .int(Int(code.rawValue))),
+                ]).text)
         }
     }
 

@@ -48,18 +48,21 @@ struct ConfigFile: Decodable {
     // Spelled out: a key-decoding strategy would also rewrite host patterns, the keys of `hosts`.
     enum CodingKeys: String, CodingKey {
         case cacheDir = "cache_dir", maxCacheSize = "max_cache_size", timeout, cacert, userAgent = "user_agent", proxy,
-             headers, cacheKey = "cache_key", cacheKeyIgnoreQuery = "cache_key_ignore_query", hosts,
-             publicHosts = "public_hosts", allowOrigins = "allow_origins"
+            headers, cacheKey = "cache_key", cacheKeyIgnoreQuery = "cache_key_ignore_query", hosts,
+            publicHosts = "public_hosts", allowOrigins = "allow_origins"
     }
 
-    static let keys: Set<String> = ["cache_dir", "max_cache_size", "timeout", "cacert", "user_agent", "proxy",
-                                    "headers", "cache_key", "cache_key_ignore_query", "hosts", "public_hosts", "allow_origins"]
+    static let keys: Set<String> = [
+        "cache_dir", "max_cache_size", "timeout", "cacert", "user_agent", "proxy",
+        "headers", "cache_key", "cache_key_ignore_query", "hosts", "public_hosts", "allow_origins",
+    ]
 
     /// The file to read: `--config FILE` (which must exist), else the user's file if there is one.
     static func path(explicit: String?) -> String? {
         if let explicit { return explicit }
         let env = ProcessInfo.processInfo.environment
-        let base = env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let base =
+            env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? ((env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.config")
         let path = base + "/mprobe/config.json"
         return FileManager.default.fileExists(atPath: path) ? path : nil
@@ -74,13 +77,18 @@ struct ConfigFile: Decodable {
             throw UsageError("config \(path): not a JSON object")
         }
         if let unknown = Set(object.keys).subtracting(keys).sorted().first {
-            throw UsageError("config \(path): unknown key '\(unknown)' (known: \(keys.sorted().joined(separator: ", ")))")
+            throw UsageError(
+                "config \(path): unknown key '\(unknown)' (known: \(keys.sorted().joined(separator: ", ")))")
         }
         for (pattern, value) in (object["hosts"] as? [String: Any]) ?? [:] {
             guard ConfigFile.isHostPattern(pattern) else {
-                throw UsageError("config \(path): hosts.\(pattern) is not a host pattern (example.com, *.example.com, example.com:8443)")
+                throw UsageError(
+                    "config \(path): hosts.\(pattern) is not a host pattern (example.com, *.example.com, example.com:8443)"
+                )
             }
-            guard let settings = value as? [String: Any] else { throw UsageError("config \(path): hosts.\(pattern) is not an object") }
+            guard let settings = value as? [String: Any] else {
+                throw UsageError("config \(path): hosts.\(pattern) is not an object")
+            }
             if let unknown = Set(settings.keys).subtracting(HostSettings.keys).sorted().first {
                 throw UsageError("config \(path): unknown key '\(unknown)' in hosts.\(pattern)")
             }
@@ -96,9 +104,11 @@ struct ConfigFile: Decodable {
     /// `example.com`, `*.example.com`, either with `:PORT`: what `hosts` keys, `--header-for` and
     /// `--location-trusted` take.
     static func isHostPattern(_ text: String) -> Bool {
-        let parts = (text.hasPrefix("*.") ? String(text.dropFirst(2)) : text).split(separator: ":", omittingEmptySubsequences: false)
+        let parts = (text.hasPrefix("*.") ? String(text.dropFirst(2)) : text).split(
+            separator: ":", omittingEmptySubsequences: false)
         let nameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
         return (1...2).contains(parts.count) && !parts[0].isEmpty && parts[0].allSatisfy(nameCharacters.contains)
-            && !parts[0].hasPrefix(".") && !parts[0].hasSuffix(".") && (parts.count == 1 || UInt16(parts[1]).map { $0 > 0 } == true)
+            && !parts[0].hasPrefix(".") && !parts[0].hasSuffix(".")
+            && (parts.count == 1 || UInt16(parts[1]).map { $0 > 0 } == true)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import URLSupport
 import Synchronization
+import URLSupport
 
 /// The CLI's only way to print. Library code never prints; it returns values and warnings.
 ///
@@ -23,7 +23,7 @@ enum Console {
     static func reserveStandardDescriptors() {
         for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
             let opened = open("/dev/null", O_RDONLY)
-            if opened >= 0 && opened != fd { close(opened) } // not the lowest free descriptor: leave it
+            if opened >= 0 && opened != fd { close(opened) }  // not the lowest free descriptor: leave it
         }
     }
 
@@ -97,7 +97,8 @@ enum StdoutError: Error, Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case .closed: return "stdout was closed by its reader"
-        case .failed(let errno): return "cannot write to stdout: \(String(cString: strerror(errno))); the output is incomplete"
+        case .failed(let errno):
+            return "cannot write to stdout: \(String(cString: strerror(errno))); the output is incomplete"
         }
     }
 }

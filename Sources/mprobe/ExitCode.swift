@@ -58,10 +58,10 @@ enum ExitCode: Int32, CaseIterable {
         case let e as MediaError: return e == .interrupted ? .cancelled : .media
         case is CancellationError: return .cancelled
         case is FFmpegError: return .media
-        case is FFmpegUnavailable: return .localIO // an installation without the libraries it was built with
+        case is FFmpegUnavailable: return .localIO  // an installation without the libraries it was built with
         case let e as ServiceError:
             if case .configuration = e { return .usage }
-            return .localIO // the address cannot be listened on
+            return .localIO  // the address cannot be listened on
         default: return .internalError
         }
     }

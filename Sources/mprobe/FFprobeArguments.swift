@@ -18,8 +18,10 @@ struct FFprobeArguments {
     let global: Arguments
 
     /// ffprobe's log level names and their numbers.
-    private static let levels = ["quiet": -8, "panic": 0, "fatal": 8, "error": 16, "warning": 24, "info": 32,
-                                 "verbose": 40, "debug": 48, "trace": 56]
+    private static let levels = [
+        "quiet": -8, "panic": 0, "fatal": 8, "error": 16, "warning": 24, "info": 32,
+        "verbose": 40, "debug": 48, "trace": 56,
+    ]
 
     init(_ argv: [String]) throws {
         var entries = FFprobeEntries()
@@ -65,7 +67,7 @@ struct FFprobeArguments {
                     throw UsageError("\(arg) \(format): mprobe ffprobe writes ffprobe's JSON only (-of json)")
                 }
             case "-v", "-loglevel": logLevel = try Self.logLevel(try value(arg))
-            case "-hide_banner": break // mprobe prints no banner
+            case "-hide_banner": break  // mprobe prints no banner
             case "-i": try setInput(try value(arg))
             default:
                 guard !arg.hasPrefix("-") || arg == "-" else {
@@ -79,14 +81,18 @@ struct FFprobeArguments {
         self.streams = streams
         self.input = input
         self.logLevel = logLevel
-        global = try Arguments(mprobeOptions, valueOptions: GlobalOptions.valueOptions, flagOptions: ["no-cache", "offline", "location-trusted"])
+        global = try Arguments(
+            mprobeOptions, valueOptions: GlobalOptions.valueOptions,
+            flagOptions: ["no-cache", "offline", "location-trusted"])
     }
 
     /// `LEVEL`, a number, or with ffprobe's flags in front (`repeat+level+error`).
     private static func logLevel(_ text: String) throws -> Int {
         let level = String(text.split(separator: "+").last ?? "")
         guard let n = levels[level] ?? Int(level) else {
-            throw UsageError("-v \(text): not a log level (\(levels.sorted { $0.value < $1.value }.map(\.key).joined(separator: ", ")))")
+            throw UsageError(
+                "-v \(text): not a log level (\(levels.sorted { $0.value < $1.value }.map(\.key).joined(separator: ", ")))"
+            )
         }
         return n
     }

@@ -7,8 +7,10 @@ import URLSupport
 
 /// Options every command that reads input understands, over the config file's defaults.
 struct GlobalOptions {
-    static let valueOptions: Set<String> = ["cache-dir", "timeout", "cacert", "max-cache-size", "header", "header-file",
-                                            "user-agent", "proxy", "cache-key", "cache-key-ignore-query", "config"]
+    static let valueOptions: Set<String> = [
+        "cache-dir", "timeout", "cacert", "max-cache-size", "header", "header-file",
+        "user-agent", "proxy", "cache-key", "cache-key-ignore-query", "config",
+    ]
     static let flagOptions: Set<String> = ["no-cache", "offline", "json", "help", "verbose", "location-trusted"]
     static let help = """
         Common options:
@@ -41,7 +43,8 @@ struct GlobalOptions {
 
     init(_ args: Arguments) throws {
         self.args = args
-        config = try ConfigFile.path(explicit: args.value("config")).map(ConfigFile.load)
+        config =
+            try ConfigFile.path(explicit: args.value("config")).map(ConfigFile.load)
             ?? ConfigFile()
     }
 
@@ -78,11 +81,17 @@ struct GlobalOptions {
         let flagIgnore = args.value("cache-key-ignore-query").map {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
-        let defaults = try names(preset: args.value("cache-key") ?? config.cacheKey,
-                                 ignore: flagIgnore ?? config.cacheKeyIgnoreQuery, source: "--cache-key")
-        let hosts = try (config.hosts ?? [:]).sorted { $0.key < $1.key }.compactMap { pattern, settings -> (pattern: String, ignoredQuery: URLRules.QueryNames)? in
+        let defaults = try names(
+            preset: args.value("cache-key") ?? config.cacheKey,
+            ignore: flagIgnore ?? config.cacheKeyIgnoreQuery, source: "--cache-key")
+        let hosts = try (config.hosts ?? [:]).sorted { $0.key < $1.key }.compactMap {
+            pattern, settings -> (pattern: String, ignoredQuery: URLRules.QueryNames)? in
             guard settings.cacheKey != nil || settings.cacheKeyIgnoreQuery != nil else { return nil }
-            return (pattern, try names(preset: settings.cacheKey, ignore: settings.cacheKeyIgnoreQuery, source: "config hosts.\(pattern)"))
+            return (
+                pattern,
+                try names(
+                    preset: settings.cacheKey, ignore: settings.cacheKeyIgnoreQuery, source: "config hosts.\(pattern)")
+            )
         }
         return URLRules(ignoredQuery: defaults, hosts: hosts)
     }
@@ -176,8 +185,10 @@ struct GlobalOptions {
             options.userAgent = agent
         }
         if let proxy = args.value("proxy") ?? config.proxy {
-            guard let scheme = proxy.split(separator: ":").first?.lowercased(), ["http", "https", "socks5", "socks5h"].contains(scheme),
-                  proxy.contains("://") else {
+            guard let scheme = proxy.split(separator: ":").first?.lowercased(),
+                ["http", "https", "socks5", "socks5h"].contains(scheme),
+                proxy.contains("://")
+            else {
                 throw UsageError("--proxy needs a URL such as http://127.0.0.1:3128, got '\(URLText.redacted(proxy))'")
             }
             options.proxy = proxy
@@ -193,7 +204,8 @@ struct GlobalOptions {
 
     func session() throws -> MediaSession {
         if offline && noCache { throw UsageError("--offline needs the cache; it cannot be combined with --no-cache") }
-        return MediaSession(cache: noCache ? nil : try openCache(), fetchOptions: try fetchOptions(), offline: offline,
-                            cancellation: Interrupt.cancellation)
+        return MediaSession(
+            cache: noCache ? nil : try openCache(), fetchOptions: try fetchOptions(), offline: offline,
+            cancellation: Interrupt.cancellation)
     }
 }

@@ -7,32 +7,41 @@ enum PrefetchOutput {
         let p = o.plan
         let sampleBytes = p.sampleRanges.reduce(Int64(0)) { $0 + Int64($1.count) }
         var lines = [p.input]
-        lines.append(String(format: "  %@ %.3f s from %.3f s: %d sample ranges (%@), header %@; %d missing ranges, %@",
-                            planOnly ? "plan for" : "prefetched", p.seconds, p.start, p.sampleRanges.count,
-                            Console.humanBytes(sampleBytes), Console.humanBytes(p.headerRanges.reduce(0) { $0 + Int64($1.count) }),
-                            p.missing.count, Console.humanBytes(p.missingBytes)))
+        lines.append(
+            String(
+                format: "  %@ %.3f s from %.3f s: %d sample ranges (%@), header %@; %d missing ranges, %@",
+                planOnly ? "plan for" : "prefetched", p.seconds, p.start, p.sampleRanges.count,
+                Console.humanBytes(sampleBytes), Console.humanBytes(p.headerRanges.reduce(0) { $0 + Int64($1.count) }),
+                p.missing.count, Console.humanBytes(p.missingBytes)))
         for t in p.tracks {
             var line = "  #\(t.index) \(t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))"
             if p.estimated {
                 line += "  (no index)"
             } else if let a = t.firstTime, t.samples == nil {
                 // Whole stretches between index points (Cues, a table of contents): samples not counted.
-                line += String(format: "  between index points  %.3f–%@", a, t.lastTime.map { String(format: "%.3f s", $0) } ?? "end")
+                line += String(
+                    format: "  between index points  %.3f–%@", a,
+                    t.lastTime.map { String(format: "%.3f s", $0) } ?? "end")
             } else if let samples = t.samples, let bytes = t.bytes {
                 line += String(format: "  %d samples  %@", samples, Console.humanBytes(bytes))
                 if let a = t.firstTime, let b = t.lastTime { line += String(format: "  %.3f–%.3f s", a, b) }
             }
             if let buffer = o.buffered.first(where: { $0.index == t.index }) {
                 let span = buffer.ranges.first(where: { $0.contains(p.start) || $0.lowerBound >= p.start })
-                line += span.map { String(format: "  cached %.3f–%.3f s", $0.lowerBound, $0.upperBound) } ?? "  not cached"
+                line +=
+                    span.map { String(format: "  cached %.3f–%.3f s", $0.lowerBound, $0.upperBound) } ?? "  not cached"
             }
             lines.append(line)
         }
         if planOnly {
-            for r in p.missing { lines.append("  fetch \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
+            for r in p.missing {
+                lines.append("  fetch \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))")
+            }
         } else {
-            lines.append(String(format: "  fetched: %lld requests, %@ in %.2f s", o.fetched.requests,
-                                Console.humanBytes(o.fetched.bytesFetched), o.seconds))
+            lines.append(
+                String(
+                    format: "  fetched: %lld requests, %@ in %.2f s", o.fetched.requests,
+                    Console.humanBytes(o.fetched.bytesFetched), o.seconds))
         }
         return lines.joined(separator: "\n")
     }
@@ -41,10 +50,16 @@ enum PrefetchOutput {
     static func human(_ r: StreamPrefetchResult) -> String {
         var variant = r.bandwidth.map { " of the \($0 / 1000) kb/s variant" } ?? ""
         if let w = r.width, let h = r.height { variant += " (\(w)x\(h))" }
-        var lines = [r.input, String(format: "  %@ %.3f s from %.3f s%@", r.planOnly ? "plan for" : "prefetched", r.seconds, r.start, variant)]
+        var lines = [
+            r.input,
+            String(
+                format: "  %@ %.3f s from %.3f s%@", r.planOnly ? "plan for" : "prefetched", r.seconds, r.start, variant
+            ),
+        ]
         for w in r.windows {
-            var line = String(format: "  %@  %d segments %.3f–%.3f s", w.role.padding(toLength: 5, withPad: " ", startingAt: 0),
-                              w.segments, w.first, w.end)
+            var line = String(
+                format: "  %@  %d segments %.3f–%.3f s", w.role.padding(toLength: 5, withPad: " ", startingAt: 0),
+                w.segments, w.first, w.end)
             let spans = w.buffered.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
             line += spans.isEmpty ? "  nothing cached" : "  cached " + spans.joined(separator: ", ")
             lines.append(line)
@@ -52,11 +67,14 @@ enum PrefetchOutput {
         }
         if r.planOnly {
             for part in r.windows.flatMap(\.parts) {
-                lines.append("  fetch \(part.uri)" + (part.range.map { " \($0.lowerBound)-\($0.upperBound - 1)" } ?? ""))
+                lines.append(
+                    "  fetch \(part.uri)" + (part.range.map { " \($0.lowerBound)-\($0.upperBound - 1)" } ?? ""))
             }
         } else {
-            lines.append(String(format: "  fetched: %lld requests, %@ in %.2f s", r.fetched.requests,
-                                Console.humanBytes(r.fetched.bytesFetched), r.elapsed))
+            lines.append(
+                String(
+                    format: "  fetched: %lld requests, %@ in %.2f s", r.fetched.requests,
+                    Console.humanBytes(r.fetched.bytesFetched), r.elapsed))
         }
         return lines.joined(separator: "\n")
     }

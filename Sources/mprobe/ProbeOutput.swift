@@ -64,7 +64,8 @@ enum ProbeOutput {
 
     /// What the probe cost: shown with -v, dimmed on a terminal, left out in a pipe.
     private static func costLine(_ fetch: SourceCounters, seconds: Double, verbose: Bool) -> [String] {
-        let cost = "  fetched: \(fetch.requests) requests, \(Console.humanBytes(fetch.bytesFetched)), "
+        let cost =
+            "  fetched: \(fetch.requests) requests, \(Console.humanBytes(fetch.bytesFetched)), "
             + "\(Console.humanBytes(fetch.bytesFromCache)) from cache, \(String(format: "%.2f", seconds)) s"
         if verbose { return [cost] }
         return isatty(STDOUT_FILENO) != 0 ? ["\u{1B}[2m" + cost + "\u{1B}[0m"] : []

@@ -15,15 +15,20 @@ final class ProgressBar: @unchecked Sendable {
         let elapsed = Date().timeIntervalSince(started)
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         let eta = rate > 0 && total > done ? String(format: " ETA %.0fs", Double(total - done) / rate) : ""
-        update(fraction: total > 0 ? Double(done) / Double(total) : 1,
-               text: "\(Console.humanBytes(done))/\(Console.humanBytes(total))  \(detail.isEmpty ? "" : detail + "  ")\(Console.humanBytes(Int64(rate)))/s\(eta)")
+        update(
+            fraction: total > 0 ? Double(done) / Double(total) : 1,
+            text:
+                "\(Console.humanBytes(done))/\(Console.humanBytes(total))  \(detail.isEmpty ? "" : detail + "  ")\(Console.humanBytes(Int64(rate)))/s\(eta)"
+        )
     }
 
     /// A bar filled to `fraction` followed by `text`.
     func update(fraction: Double, text: String) {
         let width = 24
         let filled = Int(min(1, max(0, fraction)) * Double(width))
-        update(text: "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] " + text)
+        update(
+            text: "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+                + text)
     }
 
     /// Just `text`, for work whose total is not known (a list read as it goes).

@@ -22,9 +22,12 @@ final class ByteCacheTests: XCTestCase {
         XCTAssertEqual(resource.size, 200_000)
         XCTAssertEqual(resource.validators.etag, "\"x\"")
         XCTAssertEqual(resource.contentType, "video/mp4")
-        XCTAssertEqual(try cache.missingRanges(for: "http://example.test/a.mp4", in: 0..<10000), [0..<1000, 5000..<9000])
+        XCTAssertEqual(
+            try cache.missingRanges(for: "http://example.test/a.mp4", in: 0..<10000), [0..<1000, 5000..<9000])
         let entry = try cache.entry(for: "http://example.test/a.mp4")
-        XCTAssertEqual(try read(entry, at: 2000, count: 10_000), Array(data[2000..<5000]), "a read stops at the end of the present run")
+        XCTAssertEqual(
+            try read(entry, at: 2000, count: 10_000), Array(data[2000..<5000]),
+            "a read stops at the end of the present run")
         XCTAssertEqual(try read(entry, at: 5000, count: 10), [], "nothing is read from a gap")
     }
 
@@ -62,14 +65,16 @@ final class ByteCacheTests: XCTestCase {
         XCTAssertTrue(try entry.applyValidators(ResourceValidators(size: 10, etag: "\"2\""), contentType: nil))
         XCTAssertNotEqual(entry.generation, old)
         // ...so a transfer still streaming the old version cannot add its bytes.
-        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try entry.write($0, at: 0, generation: old) })
+        XCTAssertFalse(
+            try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try entry.write($0, at: 0, generation: old) })
         try entry.commit()
         XCTAssertTrue(entry.available.isEmpty)
         let store = MemoryRangeStore()
         let memoryOld = store.generation
         try store.applyValidators(ResourceValidators(etag: "a"), contentType: nil)
         try store.applyValidators(ResourceValidators(etag: "b"), contentType: nil)
-        XCTAssertFalse(try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try store.write($0, at: 0, generation: memoryOld) })
+        XCTAssertFalse(
+            try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try store.write($0, at: 0, generation: memoryOld) })
     }
 
     func testPluggableKeyLetsSignedURLsShareAnEntry() throws {
@@ -95,7 +100,7 @@ final class ByteCacheTests: XCTestCase {
             let e = try cache.entry(for: "http://o.test/\(name)")
             try write(e, chunk, at: 0)
             try e.commit()
-            Thread.sleep(forTimeInterval: 0.01) // distinct access times
+            Thread.sleep(forTimeInterval: 0.01)  // distinct access times
         }
         // 300 KB > 250 KB: the oldest resource is "pinned", but it is open, so "a" goes instead.
         let urls = Set(try cache.resources().map(\.url))
@@ -151,7 +156,9 @@ final class ByteCacheTests: XCTestCase {
     func testMemoryStoreIsBounded() throws {
         let store = MemoryRangeStore(capacity: 1000)
         for i in 0..<5 {
-            _ = try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes { try store.write($0, at: Int64(i * 400), generation: store.generation) }
+            _ = try [UInt8](repeating: UInt8(i), count: 400).withUnsafeBytes {
+                try store.write($0, at: Int64(i * 400), generation: store.generation)
+            }
         }
         XCTAssertEqual(store.available.ranges, [1200..<2000], "only the newest bytes that fit are kept")
         var out = [UInt8](repeating: 0, count: 500)

@@ -8,7 +8,7 @@ final class ByteRangeSetTests: XCTestCase {
         set.insert(10..<20)
         set.insert(30..<40)
         XCTAssertEqual(set.ranges, [10..<20, 30..<40])
-        set.insert(20..<30) // touches both: one range
+        set.insert(20..<30)  // touches both: one range
         XCTAssertEqual(set.ranges, [10..<40])
         set.insert(0..<5)
         set.insert(3..<12)

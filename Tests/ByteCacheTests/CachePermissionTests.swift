@@ -18,7 +18,9 @@ final class CachePermissionTests: XCTestCase {
         XCTAssertEqual(try mode(path), 0o700)
         XCTAssertEqual(try mode(path + "/data"), 0o700)
         // While a connection is open the WAL and its shared-memory file exist too.
-        for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] + contents(of: path + "/data").map({ "data/" + $0 }) {
+        for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"]
+            + contents(of: path + "/data").map({ "data/" + $0 })
+        {
             XCTAssertEqual(try mode(path + "/" + name), 0o600, name)
         }
     }
@@ -52,11 +54,13 @@ final class CachePermissionTests: XCTestCase {
         // The first resource of a fresh index is row 1, generation 1.
         XCTAssertEqual(symlink(victim, path + "/data/1-1.bin"), 0)
         let cache = try ByteCache(directory: path)
-        XCTAssertThrowsError(try {
-            let entry = try cache.entry(for: "http://o.test/a")
-            try write(entry, Array("overwritten".utf8), at: 0)
-            try entry.commit()
-        }()) { error in
+        XCTAssertThrowsError(
+            try {
+                let entry = try cache.entry(for: "http://o.test/a")
+                try write(entry, Array("overwritten".utf8), at: 0)
+                try entry.commit()
+            }()
+        ) { error in
             XCTAssertTrue(error is CacheError, "\(error)")
             XCTAssertTrue("\(error)".contains(path + "/data/1-1.bin"), "\(error)")
         }
@@ -68,7 +72,7 @@ final class CachePermissionTests: XCTestCase {
         let path = dir.file("cache")
         let elsewhere = dir.file("elsewhere")
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
-        do { _ = try ByteCache(directory: path) } // a cache, whose data/ is then replaced by a link
+        do { _ = try ByteCache(directory: path) }  // a cache, whose data/ is then replaced by a link
         try FileManager.default.removeItem(atPath: path + "/data")
         XCTAssertEqual(symlink(elsewhere, path + "/data"), 0)
         XCTAssertThrowsError(try ByteCache(directory: path).entry(for: "http://o.test/a")) { error in
@@ -123,7 +127,8 @@ final class CachePermissionTests: XCTestCase {
         XCTAssertEqual(contents(of: project), ["data"])
         XCTAssertEqual(contents(of: project + "/data").sorted(), ["1-1.bin", "results", "thesis.txt"])
         // Another tool's CACHEDIR.TAG does not make it ours either.
-        try Data("Signature: 8a477f597d28d172789f06886806bc55\n".utf8).write(to: URL(fileURLWithPath: project + "/CACHEDIR.TAG"))
+        try Data("Signature: 8a477f597d28d172789f06886806bc55\n".utf8).write(
+            to: URL(fileURLWithPath: project + "/CACHEDIR.TAG"))
         XCTAssertThrowsError(try ByteCache(directory: project))
     }
 
@@ -138,7 +143,7 @@ final class CachePermissionTests: XCTestCase {
         XCTAssertTrue(tag.hasPrefix("Signature: 8a477f597d28d172789f06886806bc55"), tag)
         try Data("mine".utf8).write(to: URL(fileURLWithPath: path + "/data/notes.txt"))
         for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] { unlink(path + "/" + file) }
-        let entry = try ByteCache(directory: path).entry(for: "http://o.test/a") // a new index, by the tag
+        let entry = try ByteCache(directory: path).entry(for: "http://o.test/a")  // a new index, by the tag
         try write(entry, [7], at: 0)
         try entry.commit()
         try ByteCache.reset(directory: path)
@@ -160,7 +165,8 @@ final class CachePermissionTests: XCTestCase {
         let cache = try ByteCache(directory: dir.file("linked"))
         XCTAssertEqual(try read(try cache.entry(for: "http://o.test/a"), at: 0, count: 3), [1, 2, 3])
         XCTAssertNoThrow(try cache.openDatabase(named: "jobs.sqlite"))
-        XCTAssertEqual(contents(of: dir.file("real/cache")).filter { !$0.hasPrefix("index.sqlite-") }.sorted(),
-                       ["CACHEDIR.TAG", "data", "index.sqlite", "jobs.sqlite"])
+        XCTAssertEqual(
+            contents(of: dir.file("real/cache")).filter { !$0.hasPrefix("index.sqlite-") }.sorted(),
+            ["CACHEDIR.TAG", "data", "index.sqlite", "jobs.sqlite"])
     }
 }

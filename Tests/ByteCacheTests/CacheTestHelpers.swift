@@ -4,9 +4,12 @@ import TestSupport
 import XCTest
 
 /// Writes `bytes` at `offset` in the entry's current generation; the write must be accepted.
-func write(_ entry: CacheEntry, _ bytes: [UInt8], at offset: Int64, file: StaticString = #filePath, line: UInt = #line) throws {
+func write(
+    _ entry: CacheEntry, _ bytes: [UInt8], at offset: Int64, file: StaticString = #filePath, line: UInt = #line
+) throws {
     let version = entry.generation
-    XCTAssertTrue(try bytes.withUnsafeBytes { try entry.write($0, at: offset, generation: version) }, file: file, line: line)
+    XCTAssertTrue(
+        try bytes.withUnsafeBytes { try entry.write($0, at: offset, generation: version) }, file: file, line: line)
 }
 
 /// What a read of up to `count` bytes at `offset` returns.
@@ -21,7 +24,8 @@ func read(_ entry: CacheEntry, at offset: Int64, count: Int) throws -> [UInt8] {
 func sqlite3(_ database: String, _ sql: String) throws -> String {
     let result = try runProcess("sqlite3", ["-batch", database], stdin: Array(sql.utf8), timeout: 30)
     guard result.status == 0, result.stderr.isEmpty else {
-        throw TestSupportError.processFailed(command: "sqlite3 \(database)", status: result.status, stderr: result.stderr)
+        throw TestSupportError.processFailed(
+            command: "sqlite3 \(database)", status: result.status, stderr: result.stderr)
     }
     return result.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)
 }
@@ -33,7 +37,8 @@ final class WriteLockHolder {
 
     init(database: String, seconds: Double, scratch: TempDirectory) throws {
         let marker = scratch.file("locked-\(UUID().uuidString)")
-        let script = "BEGIN IMMEDIATE;\nDELETE FROM stats WHERE 0;\n.shell touch \(marker)\n.shell sleep \(seconds)\nCOMMIT;\n"
+        let script =
+            "BEGIN IMMEDIATE;\nDELETE FROM stats WHERE 0;\n.shell touch \(marker)\n.shell sleep \(seconds)\nCOMMIT;\n"
         let scriptPath = scratch.file("hold-\(UUID().uuidString).sql")
         try Data(script.utf8).write(to: URL(fileURLWithPath: scriptPath))
         guard let sqlite = findExecutable("sqlite3") else {
@@ -46,8 +51,9 @@ final class WriteLockHolder {
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: marker) {
             guard process.isRunning, Date() < deadline else {
-                throw TestSupportError.processFailed(command: "sqlite3 BEGIN IMMEDIATE", status: process.terminationStatus,
-                                                     stderr: "the write lock was never taken")
+                throw TestSupportError.processFailed(
+                    command: "sqlite3 BEGIN IMMEDIATE", status: process.terminationStatus,
+                    stderr: "the write lock was never taken")
             }
             usleep(5_000)
         }

@@ -15,7 +15,7 @@ final class EntryLockingTests: XCTestCase {
         let data = randomBytes(1 << 20, seed: 9)
         try write(entry, data, at: 0)
         try entry.commit()
-        try write(entry, [UInt8](repeating: 4, count: 65_536), at: 1 << 20) // pending, to be committed below
+        try write(entry, [UInt8](repeating: 4, count: 65_536), at: 1 << 20)  // pending, to be committed below
 
         let holder = try WriteLockHolder(database: path + "/index.sqlite", seconds: 2, scratch: dir)
         let committed = DispatchSemaphore(value: 0)
@@ -24,7 +24,7 @@ final class EntryLockingTests: XCTestCase {
             do { try entry.commit() } catch { commitError.withLock { $0 = "\(error)" } }
             committed.signal()
         }.start()
-        usleep(100_000) // the commit is now waiting for SQLite's write lock
+        usleep(100_000)  // the commit is now waiting for SQLite's write lock
 
         var longest = 0.0
         let until = Date().addingTimeInterval(1.2)
@@ -59,9 +59,10 @@ final class EntryLockingTests: XCTestCase {
         let holder = try WriteLockHolder(database: path + "/index.sqlite", seconds: 1, scratch: dir)
         defer { holder.wait() }
         Thread { try? entry.commit() }.start()
-        usleep(200_000) // that commit has taken the pending bytes and waits for SQLite's write lock
+        usleep(200_000)  // that commit has taken the pending bytes and waits for SQLite's write lock
         try entry.commit()
-        XCTAssertEqual(try ByteCache(directory: path).presentRanges(for: "http://o.test/a").ranges, [0..<65_536],
-                       "recorded when the second commit returned")
+        XCTAssertEqual(
+            try ByteCache(directory: path).presentRanges(for: "http://o.test/a").ranges, [0..<65_536],
+            "recorded when the second commit returned")
     }
 }

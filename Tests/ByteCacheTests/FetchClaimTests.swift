@@ -18,7 +18,9 @@ final class FetchClaimTests: XCTestCase {
         return (first, try ByteCache(directory: path).entry(for: url))
     }
 
-    private func claim(_ entry: CacheEntry, _ range: Range<Int64>, cancelled: @escaping () -> Bool = { false }) throws -> FetchClaim? {
+    private func claim(
+        _ entry: CacheEntry, _ range: Range<Int64>, cancelled: @escaping () -> Bool = { false }
+    ) throws -> FetchClaim? {
         try entry.claimFetch(range, isCancelled: cancelled)
     }
 
@@ -33,7 +35,7 @@ final class FetchClaimTests: XCTestCase {
         let first = try XCTUnwrap(try claim(b, 5000..<6000))
         XCTAssertEqual(try claim(b, 4000..<7000)?.range, 4000..<5000)
         first.release()
-        first.release() // twice is harmless
+        first.release()  // twice is harmless
         XCTAssertEqual(try claim(b, 4000..<7000)?.range, 4000..<7000)
     }
 

@@ -12,19 +12,43 @@ final class ImpossibleRecordTests: XCTestCase {
         ("text-size", "UPDATE resources SET size = 'big' WHERE key = 'http://o.test/text-size';"),
         ("generation-zero", "UPDATE resources SET generation = 0 WHERE key = 'http://o.test/generation-zero';"),
         // The next version would overflow it.
-        ("generation-max", "UPDATE resources SET generation = 9223372036854775807 WHERE key = 'http://o.test/generation-max';"),
-        ("inverted-range", "INSERT INTO ranges SELECT id, 900, 850 FROM resources WHERE key = 'http://o.test/inverted-range';"),
-        ("empty-range", "INSERT INTO ranges SELECT id, 900, 900 FROM resources WHERE key = 'http://o.test/empty-range';"),
-        ("negative-range", "INSERT INTO ranges SELECT id, -100, -10 FROM resources WHERE key = 'http://o.test/negative-range';"),
-        ("overlapping-ranges", "INSERT INTO ranges SELECT id, 50, 700 FROM resources WHERE key = 'http://o.test/overlapping-ranges';"),
-        ("range-past-size", "UPDATE ranges SET end = 1500 WHERE start = 800 AND resource_id = (SELECT id FROM resources WHERE key = 'http://o.test/range-past-size');"),
+        (
+            "generation-max",
+            "UPDATE resources SET generation = 9223372036854775807 WHERE key = 'http://o.test/generation-max';"
+        ),
+        (
+            "inverted-range",
+            "INSERT INTO ranges SELECT id, 900, 850 FROM resources WHERE key = 'http://o.test/inverted-range';"
+        ),
+        (
+            "empty-range",
+            "INSERT INTO ranges SELECT id, 900, 900 FROM resources WHERE key = 'http://o.test/empty-range';"
+        ),
+        (
+            "negative-range",
+            "INSERT INTO ranges SELECT id, -100, -10 FROM resources WHERE key = 'http://o.test/negative-range';"
+        ),
+        (
+            "overlapping-ranges",
+            "INSERT INTO ranges SELECT id, 50, 700 FROM resources WHERE key = 'http://o.test/overlapping-ranges';"
+        ),
+        (
+            "range-past-size",
+            "UPDATE ranges SET end = 1500 WHERE start = 800 AND resource_id = (SELECT id FROM resources WHERE key = 'http://o.test/range-past-size');"
+        ),
         // Without a size to compare with, and with a byte count to match: summing would overflow.
-        ("huge-ranges", """
+        (
+            "huge-ranges",
+            """
             UPDATE resources SET size = NULL, stored_bytes = 9223372036854775000 WHERE key = 'http://o.test/huge-ranges';
             INSERT INTO ranges SELECT id, 4611686018427387904, 9223372036854775807 FROM resources WHERE key = 'http://o.test/huge-ranges';
             INSERT INTO ranges SELECT id, 2000, 4611686018427387000 FROM resources WHERE key = 'http://o.test/huge-ranges';
-            """),
-        ("wrong-stored-bytes", "UPDATE resources SET stored_bytes = 123456789 WHERE key = 'http://o.test/wrong-stored-bytes';"),
+            """
+        ),
+        (
+            "wrong-stored-bytes",
+            "UPDATE resources SET stored_bytes = 123456789 WHERE key = 'http://o.test/wrong-stored-bytes';"
+        ),
     ]
 
     func testImpossibleRecordsAreDroppedWithTheirDataFiles() throws {
@@ -49,7 +73,9 @@ final class ImpossibleRecordTests: XCTestCase {
         XCTAssertEqual(contents(of: path + "/data").count, 1, "data files of dropped records are removed")
         XCTAssertEqual(cache.warnings.count, damages.count, "\(cache.warnings)")
         for (name, _) in damages {
-            XCTAssertTrue(cache.warnings.contains { $0.contains("http://o.test/\(name)") }, "no warning for \(name): \(cache.warnings)")
+            XCTAssertTrue(
+                cache.warnings.contains { $0.contains("http://o.test/\(name)") },
+                "no warning for \(name): \(cache.warnings)")
             let entry = try cache.entry(for: "http://o.test/\(name)")
             XCTAssertTrue(entry.available.isEmpty, name)
             XCTAssertEqual(entry.validators, ResourceValidators(), name)
@@ -91,10 +117,13 @@ final class ImpossibleRecordTests: XCTestCase {
         try write(entry, [UInt8](repeating: 7, count: 1000), at: 0)
         try entry.commit()
         XCTAssertEqual(truncate(dir.file("cache/data/1-1.bin"), 0), 0)
-        let accepted = try [UInt8](repeating: 8, count: 100).withUnsafeBytes { try entry.write($0, at: 5000, generation: entry.generation) }
+        let accepted = try [UInt8](repeating: 8, count: 100).withUnsafeBytes {
+            try entry.write($0, at: 5000, generation: entry.generation)
+        }
         XCTAssertFalse(accepted, "the write into a file that lost recorded bytes is refused")
         let reader = try ByteCache(directory: dir.file("cache")).entry(for: "http://o.test/v")
-        XCTAssertEqual(try read(reader, at: 0, count: 1000), [], "nothing recorded at 0 any more: fetched again, never zeros")
+        XCTAssertEqual(
+            try read(reader, at: 0, count: 1000), [], "nothing recorded at 0 any more: fetched again, never zeros")
         XCTAssertTrue(cache.warnings.contains { $0.contains("ends at byte 0") }, "\(cache.warnings)")
     }
 }

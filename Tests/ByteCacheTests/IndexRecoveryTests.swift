@@ -21,15 +21,21 @@ final class IndexRecoveryTests: XCTestCase {
         let cache = try ByteCache(directory: path)
         XCTAssertEqual(try cache.resources().count, 0, file: file, line: line)
         let aside = contents(of: path).filter { $0.hasPrefix("index.sqlite.corrupt-") }
-        XCTAssertEqual(aside.count, 1, "the broken index is kept for inspection: \(contents(of: path))", file: file, line: line)
-        XCTAssertEqual(contents(of: path + "/data"), [], "data files of the old index are removed", file: file, line: line)
+        XCTAssertEqual(
+            aside.count, 1, "the broken index is kept for inspection: \(contents(of: path))", file: file, line: line)
+        XCTAssertEqual(
+            contents(of: path + "/data"), [], "data files of the old index are removed", file: file, line: line)
         XCTAssertEqual(cache.warnings.count, 1, "\(cache.warnings)", file: file, line: line)
-        XCTAssertTrue(cache.warnings.first?.contains(path + "/index.sqlite") ?? false, "\(cache.warnings)", file: file, line: line)
+        XCTAssertTrue(
+            cache.warnings.first?.contains(path + "/index.sqlite") ?? false, "\(cache.warnings)", file: file, line: line
+        )
         // And it works again.
         let entry = try cache.entry(for: "http://o.test/again")
         try write(entry, [7, 7], at: 0)
         try entry.commit()
-        XCTAssertEqual(try ByteCache(directory: path).presentRanges(for: "http://o.test/again").ranges, [0..<2], file: file, line: line)
+        XCTAssertEqual(
+            try ByteCache(directory: path).presentRanges(for: "http://o.test/again").ranges, [0..<2], file: file,
+            line: line)
     }
 
     func testGarbageIndexIsMovedAsideAndRebuiltEmpty() throws {
@@ -43,8 +49,9 @@ final class IndexRecoveryTests: XCTestCase {
     func testTruncatedIndexIsMovedAsideAndRebuiltEmpty() throws {
         let dir = try TempDirectory()
         let path = dir.file("cache")
-        try populate(path, count: 400) // several pages of rows and ranges
-        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path + "/index.sqlite")[.size] as? Int)
+        try populate(path, count: 400)  // several pages of rows and ranges
+        let size = try XCTUnwrap(
+            try FileManager.default.attributesOfItem(atPath: path + "/index.sqlite")[.size] as? Int)
         XCTAssertGreaterThan(size, 40_000)
         XCTAssertEqual(truncate(path + "/index.sqlite", off_t(size / 2)), 0)
         try assertRecovered(path)

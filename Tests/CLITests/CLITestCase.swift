@@ -26,11 +26,15 @@ class CLITestCase: XCTestCase {
     func samplePath(_ name: String) -> String { CLITestCase.samplesDirectory + "/" + name }
 
     @discardableResult
-    func mprobe(_ args: [String], environment: [String: String]? = nil, expect status: Int32? = 0,
-                file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+    func mprobe(
+        _ args: [String], environment: [String: String]? = nil, expect status: Int32? = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
         let result = try runProcess(try mprobeBinary(), args, environment: environment, timeout: 300)
         if let status {
-            XCTAssertEqual(result.status, status, "mprobe \(args.joined(separator: " ")): \(result.stderr)", file: file, line: line)
+            XCTAssertEqual(
+                result.status, status, "mprobe \(args.joined(separator: " ")): \(result.stderr)", file: file, line: line
+            )
         }
         return result
     }
@@ -50,19 +54,24 @@ class CLITestCase: XCTestCase {
     /// A 40 s 320x180 H.264 + AAC recording with a key frame every half second (no B-frames unless
     /// `bFrames`), encoded by ffmpeg into `path` with `muxing` options (`-movflags`, `-f matroska`).
     func encodeRecording(_ path: String, muxing: [String], bFrames: Bool = false) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let encode = try runProcess("ffmpeg", [
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-            "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264",
-            "-preset", bFrames ? "veryfast" : "ultrafast", "-bf", bFrames ? "2" : "0",
-            "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k"] + muxing + [path])
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let encode = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+                "-i", "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264",
+                "-preset", bFrames ? "veryfast" : "ultrafast", "-bf", bFrames ? "2" : "0",
+                "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
+            ] + muxing + [path])
         XCTAssertEqual(encode.status, 0, encode.stderr)
     }
 
     func writeFile(_ name: String, _ bytes: [UInt8]) throws -> String {
         let path = dir.file(name)
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }

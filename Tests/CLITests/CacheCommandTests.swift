@@ -12,7 +12,7 @@ final class CacheCommandTests: CLITestCase {
         try mprobe(["cat", a, "--range", "0-99999", "--cache-dir", cacheDir])
         try mprobe(["cat", a, "--range", "1000000-1099999", "--cache-dir", cacheDir])
         try mprobe(["cat", b, "--cache-dir", cacheDir])
-        try mprobe(["cat", b, "--cache-dir", cacheDir]) // served from the cache: hits
+        try mprobe(["cat", b, "--cache-dir", cacheDir])  // served from the cache: hits
 
         let ranges = try json(try mprobe(["cache", "ranges", a, "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(ranges["url"] as? String, a)
@@ -49,13 +49,14 @@ final class CacheCommandTests: CLITestCase {
     /// The human output draws the cache: known ranges of a known file give exact lines.
     func testRangesDrawsTheBytesAndTracksOverTheTerminalWidth() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
-        let url = nginx.url("/moov-at-end.mp4") // 158106 bytes; the moov is 153391-158105
+        let url = nginx.url("/moov-at-end.mp4")  // 158106 bytes; the moov is 153391-158105
         try mprobe(["cat", url, "--range", "0-65535", "--cache-dir", cacheDir])
         try mprobe(["cat", url, "--range", "153391-", "--cache-dir", cacheDir])
         // 60 columns: labels 8 wide, suffixes 5, so 45 cells of 3513.5 bytes (and of 0.089 s).
         // 65536 bytes are 18.65 cells; the moov falls in cells 43 and 44, all of it cached.
         func bytes(_ full: String, _ partial: String, _ empty: String) -> String {
-            "bytes    " + String(repeating: full, count: 18) + partial + String(repeating: empty, count: 24) + "MM 44.4%"
+            "bytes    " + String(repeating: full, count: 18) + partial + String(repeating: empty, count: 24)
+                + "MM 44.4%"
         }
         let expected = [
             bytes("#", "+", "."),
@@ -63,16 +64,20 @@ final class CacheCommandTests: CLITestCase {
             "#0 video " + String(repeating: "#", count: 21) + "+" + String(repeating: ".", count: 23) + " 1.9 s",
             "#1 audio " + String(repeating: "#", count: 20) + "+" + String(repeating: ".", count: 24) + " 1.8 s",
         ]
-        let piped = try mprobe(["cache", "ranges", url, "--cache-dir", cacheDir], environment: ["COLUMNS": "60", "LANG": "C.UTF-8"])
+        let piped = try mprobe(
+            ["cache", "ranges", url, "--cache-dir", cacheDir], environment: ["COLUMNS": "60", "LANG": "C.UTF-8"])
         let lines = piped.stdoutString.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.first, "\(url): size 158106, 2 ranges, 70251 bytes cached, duration 4.000 s, moov 153391-158105")
+        XCTAssertEqual(
+            lines.first, "\(url): size 158106, 2 ranges, 70251 bytes cached, duration 4.000 s, moov 153391-158105")
         XCTAssertEqual(Array(lines.dropFirst().prefix(3)), expected, "ASCII into a pipe, whatever the locale")
         XCTAssertEqual(Array(lines.suffix(2)), ["  0-65535  (64.0 KiB)", "  153391-158105  (4.6 KiB)"])
 
         // On a terminal (a pseudo-terminal from script(1)): block characters when its locale is UTF-8.
         func onTerminal(locale: String) throws -> String {
-            let command = ["COLUMNS=60", "LC_ALL=", "LC_CTYPE=", "LANG=\(locale)", try mprobeBinary(), "cache", "ranges", url,
-                           "--cache-dir", cacheDir].joined(separator: " ")
+            let command = [
+                "COLUMNS=60", "LC_ALL=", "LC_CTYPE=", "LANG=\(locale)", try mprobeBinary(), "cache", "ranges", url,
+                "--cache-dir", cacheDir,
+            ].joined(separator: " ")
             let result = try runProcess("script", ["-qec", command, "/dev/null"])
             XCTAssertEqual(result.status, 0, result.stderr)
             return result.stdoutString
@@ -94,13 +99,16 @@ final class CacheCommandTests: CLITestCase {
         _ = try writeFile("www/x.bin", data)
         let nginx = try NginxServer(root: dir.file("www"))
         let url = nginx.url("/x.bin")
-        try mprobe(["cat", url], environment: ["MPROBE_CACHE_DIR": dir.file("env-cache"), "XDG_CACHE_HOME": dir.file("xdg")])
+        try mprobe(
+            ["cat", url], environment: ["MPROBE_CACHE_DIR": dir.file("env-cache"), "XDG_CACHE_HOME": dir.file("xdg")])
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("env-cache/index.sqlite")))
         try mprobe(["cat", url], environment: ["MPROBE_CACHE_DIR": "", "XDG_CACHE_HOME": dir.file("xdg")])
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("xdg/mprobe/index.sqlite")))
-        try mprobe(["cat", url], environment: ["MPROBE_CACHE_DIR": "", "XDG_CACHE_HOME": "", "HOME": dir.file("home")])
+        try mprobe(
+            ["cat", url], environment: ["MPROBE_CACHE_DIR": "", "XDG_CACHE_HOME": "", "HOME": dir.file("home")])
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("home/.cache/mprobe/index.sqlite")))
-        try mprobe(["cat", url, "--cache-dir", dir.file("flag")], environment: ["MPROBE_CACHE_DIR": dir.file("env-cache")])
+        try mprobe(
+            ["cat", url, "--cache-dir", dir.file("flag")], environment: ["MPROBE_CACHE_DIR": dir.file("env-cache")])
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("flag/index.sqlite")))
     }
 

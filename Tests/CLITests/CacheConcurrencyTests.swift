@@ -7,7 +7,9 @@ import XCTest
 /// processes filling one resource leave it consistent.
 final class CacheConcurrencyTests: CLITestCase {
     /// Every range the index claims matches the origin byte for byte.
-    func assertCachedBytesMatch(_ url: String, _ data: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertCachedBytesMatch(
+        _ url: String, _ data: [UInt8], file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let cache = try ByteCache(directory: cacheDir)
         let entry = try cache.entry(for: url)
         let ranges = entry.committedRanges
@@ -20,7 +22,9 @@ final class CacheConcurrencyTests: CLITestCase {
             var offset = range.lowerBound
             while offset < range.upperBound {
                 let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-                let n = try buffer.withUnsafeMutableBytes { try entry.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset).count }
+                let n = try buffer.withUnsafeMutableBytes {
+                    try entry.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset).count
+                }
                 XCTAssertEqual(n, want, "claimed bytes are readable", file: file, line: line)
                 if buffer[0..<n] != data[Int(offset)..<Int(offset) + n] {
                     return XCTFail("cached bytes at \(offset) differ from the origin", file: file, line: line)
@@ -67,7 +71,9 @@ final class CacheConcurrencyTests: CLITestCase {
         let nginx = try NginxServer(root: dir.file("www"))
         let url = nginx.url("/c.bin")
         let binary = try mprobeBinary()
-        let ranges: [ClosedRange<Int>] = [0...19_999_999, 5_000_000...24_999_999, 10_000_000...29_999_999, 2_000_000...27_999_999]
+        let ranges: [ClosedRange<Int>] = [
+            0...19_999_999, 5_000_000...24_999_999, 10_000_000...29_999_999, 2_000_000...27_999_999,
+        ]
         let outputs = dir.file("out")
         try FileManager.default.createDirectory(atPath: outputs, withIntermediateDirectories: true)
         var processes: [Process] = []
@@ -109,10 +115,12 @@ final class CacheConcurrencyTests: CLITestCase {
         for (i, process) in processes.enumerated() {
             process.waitUntilExit()
             XCTAssertEqual(process.terminationStatus, 0)
-            XCTAssertTrue(Array(try Data(contentsOf: URL(fileURLWithPath: dir.file("out-\(i)")))) == data, "process \(i)")
+            XCTAssertTrue(
+                Array(try Data(contentsOf: URL(fileURLWithPath: dir.file("out-\(i)")))) == data, "process \(i)")
         }
         // Before, each process fetched what it did not find cached yet: 4 processes, 172 MiB.
         let sent = try nginx.accessLog().reduce(Int64(0)) { $0 + $1.bodyBytesSent }
-        XCTAssertLessThanOrEqual(sent, Int64(Double(data.count) * 1.05), "a range in flight in one process is awaited by the others")
+        XCTAssertLessThanOrEqual(
+            sent, Int64(Double(data.count) * 1.05), "a range in flight in one process is awaited by the others")
     }
 }

@@ -28,7 +28,9 @@ final class CacheRecoveryTests: CLITestCase {
     /// Runs `script` as root in a private mount namespace. In it, `run NAME ARGS...` runs mprobe and
     /// keeps its status and output under NAME; `$CACHE` is the cache directory.
     private func inPrivateMounts(_ script: String) throws -> [String: Step] {
-        guard geteuid() == 0 else { throw TestSupportError.missingExecutable(path: "root", hint: "mounting needs root") }
+        guard geteuid() == 0 else {
+            throw TestSupportError.missingExecutable(path: "root", hint: "mounting needs root")
+        }
         guard findExecutable("unshare") != nil else {
             throw TestSupportError.missingExecutable(path: "unshare", hint: "install util-linux")
         }
@@ -39,17 +41,21 @@ final class CacheRecoveryTests: CLITestCase {
             run() { name=$1; shift; timeout 120 "$MPROBE" "$@" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"; echo $? >"$RESULTS/$name.status"; }
 
             """
-        let shell = try runProcess("unshare", ["-m", "--propagation", "private", "sh", "-c", prelude + script],
-                                   environment: ["MPROBE": try mprobeBinary(), "RESULTS": results, "CACHE": cacheDir,
-                                                 "SCRATCH": dir.path],
-                                   timeout: 300)
+        let shell = try runProcess(
+            "unshare", ["-m", "--propagation", "private", "sh", "-c", prelude + script],
+            environment: [
+                "MPROBE": try mprobeBinary(), "RESULTS": results, "CACHE": cacheDir,
+                "SCRATCH": dir.path,
+            ],
+            timeout: 300)
         XCTAssertEqual(shell.status, 0, "setup script failed: \(shell.stderr)")
         var steps: [String: Step] = [:]
         for name in contents(results).filter({ $0.hasSuffix(".status") }).map({ String($0.dropLast(7)) }) {
             let status = try String(contentsOfFile: "\(results)/\(name).status", encoding: .utf8)
-            steps[name] = Step(status: Int32(status.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
-                               stdout: Array(try Data(contentsOf: URL(fileURLWithPath: "\(results)/\(name).out"))),
-                               stderr: try String(contentsOfFile: "\(results)/\(name).err", encoding: .utf8))
+            steps[name] = Step(
+                status: Int32(status.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+                stdout: Array(try Data(contentsOf: URL(fileURLWithPath: "\(results)/\(name).out"))),
+                stderr: try String(contentsOfFile: "\(results)/\(name).err", encoding: .utf8))
         }
         return steps
     }
@@ -58,8 +64,10 @@ final class CacheRecoveryTests: CLITestCase {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
 
-    private func assertStep(_ steps: [String: Step], _ name: String, _ status: Int32,
-                            file: StaticString = #filePath, line: UInt = #line) throws -> Step {
+    private func assertStep(
+        _ steps: [String: Step], _ name: String, _ status: Int32,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Step {
         let step = try XCTUnwrap(steps[name], "step \(name) did not run", file: file, line: line)
         XCTAssertEqual(step.status, status, "\(name): \(step.stderr)", file: file, line: line)
         XCTAssertFalse(step.stderr.contains("NSCocoaErrorDomain"), "\(name): \(step.stderr)", file: file, line: line)
@@ -67,13 +75,15 @@ final class CacheRecoveryTests: CLITestCase {
     }
 
     private func listedURLs(_ step: Step) throws -> Set<String> {
-        let list = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(step.stdout)) as? [[String: Any]], step.stdoutString)
+        let list = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(step.stdout)) as? [[String: Any]], step.stdoutString)
         return Set(list.compactMap { $0["url"] as? String })
     }
 
     func testFullDiskStillAllowsListingOfflineReadsRemovalAndClearing() throws {
         let (nginx, a, b, data) = try populatedCache()
-        let steps = try inPrivateMounts("""
+        let steps = try inPrivateMounts(
+            """
             MNT="$SCRATCH/mnt"; mkdir -p "$MNT"
             mount -t tmpfs -o size=3m tmpfs "$MNT" || exit 90
             cp -a "$CACHE" "$MNT/cache" || exit 91
@@ -105,7 +115,8 @@ final class CacheRecoveryTests: CLITestCase {
     /// Moving a corrupt index aside removes its data files first: they make room for the new index.
     func testGarbageIndexOnAFullDiskIsReplacedAndItsSpaceFreed() throws {
         let (nginx, a, _, data) = try populatedCache()
-        let steps = try inPrivateMounts("""
+        let steps = try inPrivateMounts(
+            """
             MNT="$SCRATCH/mnt"; mkdir -p "$MNT"
             mount -t tmpfs -o size=3m tmpfs "$MNT" || exit 90
             cp -a "$CACHE" "$MNT/cache" || exit 91
@@ -134,7 +145,8 @@ final class CacheRecoveryTests: CLITestCase {
         let c = nginx.url("/c.bin")
         try mprobe(["cat", c, "--cache-dir", cacheDir])
         XCTAssertEqual(unlink(cacheDir + "/data/3-1.bin"), 0)
-        let steps = try inPrivateMounts("""
+        let steps = try inPrivateMounts(
+            """
             mount --bind "$CACHE" "$CACHE" && mount -o remount,bind,ro "$CACHE" || exit 90
             touch "$CACHE/probe" 2>/dev/null && exit 91
             run cat cat \(a) --offline --cache-dir "$CACHE"
@@ -157,14 +169,18 @@ final class CacheRecoveryTests: CLITestCase {
 
     /// `chmod 0500` stops only its owner (root ignores it), so the reads run as another user.
     func testDirectoryItsOwnerMadeReadOnlyServesOfflineReads() throws {
-        guard geteuid() == 0 && findExecutable("setpriv") != nil else { return XCTFail("needs root and setpriv to act as another user") }
+        guard geteuid() == 0 && findExecutable("setpriv") != nil else {
+            return XCTFail("needs root and setpriv to act as another user")
+        }
         let (nginx, a, _, data) = try populatedCache()
         XCTAssertEqual(chmod(dir.path, 0o755), 0)
         XCTAssertEqual(try runProcess("chown", ["-R", "65534:65534", cacheDir]).status, 0)
         XCTAssertEqual(chmod(cacheDir, 0o500), 0)
         func asNobody(_ args: [String]) throws -> ProcessResult {
-            try runProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", try mprobeBinary()]
-                           + args + ["--cache-dir", cacheDir], timeout: 120)
+            try runProcess(
+                "setpriv",
+                ["--reuid=65534", "--regid=65534", "--clear-groups", try mprobeBinary()]
+                    + args + ["--cache-dir", cacheDir], timeout: 120)
         }
         let offline = try asNobody(["cat", a, "--offline"])
         XCTAssertEqual(offline.status, 0, offline.stderr)
@@ -184,7 +200,7 @@ final class CacheRecoveryTests: CLITestCase {
 
     func testGarbageIndexIsReportedMovedAsideAndTheCacheWorksAgain() throws {
         let (nginx, a, _, data) = try populatedCache()
-        defer { withExtendedLifetime(nginx) {} } // it serves the refetch below
+        defer { withExtendedLifetime(nginx) {} }  // it serves the refetch below
         try Data(randomBytes(8192, seed: 2)).write(to: URL(fileURLWithPath: cacheDir + "/index.sqlite"))
         let ls = try mprobe(["cache", "ls", "--json", "--cache-dir", cacheDir])
         XCTAssertTrue(ls.stderr.contains("warning") && ls.stderr.contains(cacheDir + "/index.sqlite"), ls.stderr)

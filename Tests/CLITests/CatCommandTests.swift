@@ -14,8 +14,11 @@ final class CatCommandTests: CLITestCase {
         let log = try nginx.accessLog()
         XCTAssertGreaterThan(log.count, 0)
         XCTAssertLessThanOrEqual(log.count, 20, "readahead keeps the request count low")
-        XCTAssertTrue(log.allSatisfy { $0.status == 206 && $0.range?.hasPrefix("bytes=") == true && $0.range?.hasSuffix("-") == false },
-                      "only closed range requests: \(log.map { $0.range ?? "-" })")
+        XCTAssertTrue(
+            log.allSatisfy {
+                $0.status == 206 && $0.range?.hasPrefix("bytes=") == true && $0.range?.hasSuffix("-") == false
+            },
+            "only closed range requests: \(log.map { $0.range ?? "-" })")
         XCTAssertEqual(Set(log.map(\.connection)).count, 1, "one kept-alive connection")
         XCTAssertEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, 100_000_000, "no byte sent twice")
 
@@ -41,7 +44,8 @@ final class CatCommandTests: CLITestCase {
         var sent: Int64 = 0
         for entry in log {
             let bounds = entry.range!.dropFirst("bytes=".count).split(separator: "-").map { Int64($0)! }
-            XCTAssertTrue(bounds[1] < 8_000_000 || bounds[0] >= 12_000_000, "re-requested cached bytes: \(entry.range!)")
+            XCTAssertTrue(
+                bounds[1] < 8_000_000 || bounds[0] >= 12_000_000, "re-requested cached bytes: \(entry.range!)")
             sent += entry.bodyBytesSent
         }
         XCTAssertEqual(sent, 16_000_000, "exactly the two gaps")
@@ -51,17 +55,26 @@ final class CatCommandTests: CLITestCase {
         let data = randomBytes(1000, seed: 2)
         _ = try writeFile("www/s.bin", data)
         let nginx = try NginxServer(root: dir.file("www"))
-        XCTAssertEqual(try mprobe(["cat", nginx.url("/s.bin"), "--range", "10-19", "--cache-dir", cacheDir]).stdout, Array(data[10..<20]))
-        XCTAssertEqual(try mprobe(["cat", nginx.url("/s.bin"), "--range", "990-5000", "--cache-dir", cacheDir]).stdout, Array(data[990...]))
-        XCTAssertEqual(try mprobe(["cat", nginx.url("/s.bin"), "--range", "995-", "--cache-dir", cacheDir]).stdout, Array(data[995...]))
-        XCTAssertEqual(try mprobe(["cat", nginx.url("/s.bin"), "--range", "2000-3000", "--cache-dir", cacheDir]).stdout, [])
+        XCTAssertEqual(
+            try mprobe(["cat", nginx.url("/s.bin"), "--range", "10-19", "--cache-dir", cacheDir]).stdout,
+            Array(data[10..<20]))
+        XCTAssertEqual(
+            try mprobe(["cat", nginx.url("/s.bin"), "--range", "990-5000", "--cache-dir", cacheDir]).stdout,
+            Array(data[990...]))
+        XCTAssertEqual(
+            try mprobe(["cat", nginx.url("/s.bin"), "--range", "995-", "--cache-dir", cacheDir]).stdout,
+            Array(data[995...]))
+        XCTAssertEqual(
+            try mprobe(["cat", nginx.url("/s.bin"), "--range", "2000-3000", "--cache-dir", cacheDir]).stdout, [])
     }
 
     func testLocalPathsAndFileURLsBypassTheCache() throws {
         let data = randomBytes(300_000, seed: 8)
         let path = try writeFile("local.bin", data)
         XCTAssertTrue(try mprobe(["cat", path, "--cache-dir", cacheDir]).stdout == data)
-        XCTAssertTrue(try mprobe(["cat", "file://" + path, "--cache-dir", cacheDir, "--range", "5-9"]).stdout == Array(data[5...9]))
+        XCTAssertTrue(
+            try mprobe(["cat", "file://" + path, "--cache-dir", cacheDir, "--range", "5-9"]).stdout
+                == Array(data[5...9]))
         let stats = try json(try mprobe(["cache", "stats", "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(stats["resources"] as? Int, 0)
     }
@@ -88,7 +101,9 @@ final class CatCommandTests: CLITestCase {
         _ = try writeFile("www/t.bin", data)
         let tls = try TLSMaterial.generate(in: dir.file(""))
         let nginx = try NginxServer(root: dir.file("www"), tls: tls)
-        XCTAssertTrue(try mprobe(["cat", nginx.url("/t.bin"), "--cacert", tls.caCertPath, "--cache-dir", cacheDir]).stdout == data)
+        XCTAssertTrue(
+            try mprobe(["cat", nginx.url("/t.bin"), "--cacert", tls.caCertPath, "--cache-dir", cacheDir]).stdout == data
+        )
         let refused = try mprobe(["cat", nginx.url("/t.bin"), "--no-cache"], expect: 3)
         XCTAssertTrue(refused.stderr.contains("TLS"), refused.stderr)
     }

@@ -19,7 +19,8 @@ final class CredentialTests: CLITestCase {
         outputs.append(try mprobe([url, "--cache-dir", cacheDir]))
         outputs.append(try mprobe([url, "--json", "--cache-dir", cacheDir]))
         outputs.append(try mprobe(["prefetch", url, "--seconds", "1", "--json", "--cache-dir", cacheDir]))
-        outputs.append(try mprobe(["thumbs", url, "--count", "2", "--sprite", "--json", "--out", out, "--cache-dir", cacheDir]))
+        outputs.append(
+            try mprobe(["thumbs", url, "--count", "2", "--sprite", "--json", "--out", out, "--cache-dir", cacheDir]))
         outputs.append(try mprobe(["cache", "ls", "--cache-dir", cacheDir]))
         outputs.append(try mprobe(["cache", "ls", "--json", "--cache-dir", cacheDir]))
         outputs.append(try mprobe(["cache", "ranges", url, "--json", "--cache-dir", cacheDir]))
@@ -27,8 +28,9 @@ final class CredentialTests: CLITestCase {
         outputs.append(try mprobe([gone, url, "--json", "--cache-dir", cacheDir], expect: 1))
         outputs.append(try mprobe(["cat", gone, "--cache-dir", cacheDir], expect: 3))
         for result in outputs {
-            XCTAssertFalse(result.stdoutString.contains(secret) || result.stderr.contains(secret),
-                           result.stdoutString + result.stderr)
+            XCTAssertFalse(
+                result.stdoutString.contains(secret) || result.stderr.contains(secret),
+                result.stdoutString + result.stderr)
         }
         XCTAssertTrue(outputs[1].stdoutString.contains("http://***@127.0.0.1"), outputs[1].stdoutString)
         XCTAssertTrue(outputs[7].stderr.contains("HTTP 404"), outputs[7].stderr)
@@ -55,7 +57,8 @@ final class CredentialTests: CLITestCase {
         let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))
         let server = try FaultServer()
         server.route("/v.mp4", .serve(body: media))
-        let url = server.url("/v.mp4?X-Amz-Credential=credSECRET&X-Amz-Signature=sigSECRET&X-Amz-Security-Token=tokSECRET")
+        let url = server.url(
+            "/v.mp4?X-Amz-Credential=credSECRET&X-Amz-Signature=sigSECRET&X-Amz-Security-Token=tokSECRET")
         let secrets = ["hdrSECRET", "credSECRET", "sigSECRET", "tokSECRET"]
         let headers = ["-H", "X-Api-Key: hdrSECRET", "--cache-key", "s3", "--cache-dir", cacheDir]
         let out = dir.file("t")
@@ -64,22 +67,29 @@ final class CredentialTests: CLITestCase {
         outputs.append(try mprobe(["thumbs", url, "--count", "2", "--sprite", "--json", "--out", out] + headers))
         outputs.append(try mprobe(["prefetch", url, "--seconds", "1", "--json"] + headers))
         outputs.append(try mprobe(["probe", url, "--of", "ffprobe"] + headers))
-        outputs.append(try mprobe(["ffprobe", "-v", "error", "-of", "json", "-show_format", url, "--header", "X-Api-Key: hdrSECRET",
-                                   "--cache-key", "s3", "--cache-dir", cacheDir]))
+        outputs.append(
+            try mprobe([
+                "ffprobe", "-v", "error", "-of", "json", "-show_format", url, "--header", "X-Api-Key: hdrSECRET",
+                "--cache-key", "s3", "--cache-dir", cacheDir,
+            ]))
         outputs.append(try mprobe(["cache", "ls", "--json"] + headers))
         outputs.append(try mprobe(["cache", "ranges", url] + headers))
         outputs.append(try mprobe([server.url("/missing.mp4?X-Amz-Signature=sigSECRET")] + headers, expect: 3))
         for result in outputs {
             for secret in secrets {
-                XCTAssertFalse(result.stdoutString.contains(secret) || result.stderr.contains(secret), "\(secret): \(result.stdoutString) \(result.stderr)")
+                XCTAssertFalse(
+                    result.stdoutString.contains(secret) || result.stderr.contains(secret),
+                    "\(secret): \(result.stdoutString) \(result.stderr)")
             }
         }
         var files = try FileManager.default.contentsOfDirectory(atPath: out).map { out + "/" + $0 }
-        files += try FileManager.default.contentsOfDirectory(atPath: cacheDir).filter { $0.hasPrefix("index.sqlite") }.map { cacheDir + "/" + $0 }
+        files += try FileManager.default.contentsOfDirectory(atPath: cacheDir).filter { $0.hasPrefix("index.sqlite") }
+            .map { cacheDir + "/" + $0 }
         for file in files {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
             for secret in secrets { XCTAssertNil(bytes.range(of: Data(secret.utf8)), "\(file) holds \(secret)") }
         }
-        XCTAssertTrue(server.requests.allSatisfy { $0.headers["x-api-key"] == "hdrSECRET" }, "the header went with every request")
+        XCTAssertTrue(
+            server.requests.allSatisfy { $0.headers["x-api-key"] == "hdrSECRET" }, "the header went with every request")
     }
 }

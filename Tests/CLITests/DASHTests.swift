@@ -10,19 +10,28 @@ final class DASHTests: CLITestCase {
     /// 12 s in 2 s segments.
     private func makeManifests() throws -> String {
         let www = dir.file("www")
-        let input = ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-                     "-i", "sine=frequency=440:sample_rate=48000", "-t", "12", "-c:v", "libx264", "-preset", "ultrafast",
-                     "-g", "60", "-c:a", "aac"]
-        for (name, extra) in [("timeline", [String]()), ("number", ["-use_timeline", "0"]), ("list", ["-single_file", "1"])] {
+        let input = [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+            "-i", "sine=frequency=440:sample_rate=48000", "-t", "12", "-c:v", "libx264", "-preset", "ultrafast",
+            "-g", "60", "-c:a", "aac",
+        ]
+        for (name, extra) in [
+            ("timeline", [String]()), ("number", ["-use_timeline", "0"]), ("list", ["-single_file", "1"]),
+        ] {
             try FileManager.default.createDirectory(atPath: www + "/" + name, withIntermediateDirectories: true)
-            let r = try runProcess("ffmpeg", input + ["-f", "dash", "-seg_duration", "2"] + extra + [www + "/" + name + "/manifest.mpd"])
+            let r = try runProcess(
+                "ffmpeg", input + ["-f", "dash", "-seg_duration", "2"] + extra + [www + "/" + name + "/manifest.mpd"])
             XCTAssertEqual(r.status, 0, r.stderr)
         }
         // On demand: one file whose sidx lists its fragments, named by a SegmentBase.
         try FileManager.default.createDirectory(atPath: www + "/ondemand", withIntermediateDirectories: true)
         let video = www + "/ondemand/video.mp4"
-        let r = try runProcess("ffmpeg", Array(input.prefix(6)) + ["-t", "12", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60",
-                                                                   "-movflags", "dash+global_sidx", "-f", "mp4", video])
+        let r = try runProcess(
+            "ffmpeg",
+            Array(input.prefix(6)) + [
+                "-t", "12", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60",
+                "-movflags", "dash+global_sidx", "-f", "mp4", video,
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         var boxes: [String: Range<Int>] = [:]
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: video)))
@@ -55,10 +64,14 @@ final class DASHTests: CLITestCase {
         let nginx = try NginxServer(root: www)
         // What prefetch of [5, 9) fetches besides the manifest: the initialization and the 3rd to 5th segments.
         let expected: [String: [String]] = [
-            "timeline": ["init-stream0.m4s", "chunk-stream0-00003.m4s", "chunk-stream0-00004.m4s", "chunk-stream0-00005.m4s",
-                         "init-stream1.m4s", "chunk-stream1-00003.m4s", "chunk-stream1-00004.m4s", "chunk-stream1-00005.m4s"],
-            "number": ["init-stream0.m4s", "chunk-stream0-00003.m4s", "chunk-stream0-00004.m4s", "chunk-stream0-00005.m4s",
-                       "init-stream1.m4s", "chunk-stream1-00003.m4s", "chunk-stream1-00004.m4s", "chunk-stream1-00005.m4s"],
+            "timeline": [
+                "init-stream0.m4s", "chunk-stream0-00003.m4s", "chunk-stream0-00004.m4s", "chunk-stream0-00005.m4s",
+                "init-stream1.m4s", "chunk-stream1-00003.m4s", "chunk-stream1-00004.m4s", "chunk-stream1-00005.m4s",
+            ],
+            "number": [
+                "init-stream0.m4s", "chunk-stream0-00003.m4s", "chunk-stream0-00004.m4s", "chunk-stream0-00005.m4s",
+                "init-stream1.m4s", "chunk-stream1-00003.m4s", "chunk-stream1-00004.m4s", "chunk-stream1-00005.m4s",
+            ],
         ]
         for name in ["timeline", "number", "list", "ondemand"] {
             let url = nginx.url("/\(name)/manifest.mpd")
@@ -69,17 +82,21 @@ final class DASHTests: CLITestCase {
             let variant = try XCTUnwrap((probe["variants"] as? [[String: Any]])?.first)
             XCTAssertEqual(variant["width"] as? Int, 320, name)
             XCTAssertEqual((variant["playlist"] as? [String: Any])?["segments"] as? Int, 6, name)
-            XCTAssertEqual(((variant["first_segment"] as? [String: Any])?["tracks"] as? [[String: Any]])?.first?["codec"] as? String, "h264")
+            XCTAssertEqual(
+                ((variant["first_segment"] as? [String: Any])?["tracks"] as? [[String: Any]])?.first?["codec"]
+                    as? String, "h264")
             let probed = try nginx.accessLog()
             XCTAssertLessThanOrEqual(probed.count, name == "ondemand" ? 3 : 5, "\(name): \(probed.map(\.path))")
 
             let cache = dir.file("cache-" + name)
             nginx.clearLog()
-            let prefetched = try json(try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cache]))
+            let prefetched = try json(
+                try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cache]))
             XCTAssertEqual(prefetched["format"] as? String, "dash", name)
             let fetched = try nginx.accessLog()
             if let files = expected[name] {
-                XCTAssertEqual(fetched.map(\.path).sorted(), (["/\(name)/manifest.mpd"] + files.map { "/\(name)/" + $0 }).sorted())
+                XCTAssertEqual(
+                    fetched.map(\.path).sorted(), (["/\(name)/manifest.mpd"] + files.map { "/\(name)/" + $0 }).sorted())
             } else {
                 // Byte ranges of one file per Representation: the segments' own ranges, nothing more.
                 let ranges = fetched.compactMap(\.range).filter { !$0.hasPrefix("bytes=0-") }
@@ -96,13 +113,22 @@ final class DASHTests: CLITestCase {
         let www = try makeManifests()
         let nginx = try NginxServer(root: www)
         let out = dir.file("thumbs")
-        let set = try json(try mprobe(["thumbs", nginx.url("/timeline/manifest.mpd"), "--at", "0,5,11", "--out", out, "--json",
-                                       "--cache-dir", cacheDir]))
-        XCTAssertEqual((set["thumbnails"] as? [[String: Any]])?.compactMap { $0["pts"] as? Double }.map { $0.rounded() }, [0, 4, 10])
+        let set = try json(
+            try mprobe([
+                "thumbs", nginx.url("/timeline/manifest.mpd"), "--at", "0,5,11", "--out", out, "--json",
+                "--cache-dir", cacheDir,
+            ]))
+        XCTAssertEqual(
+            (set["thumbnails"] as? [[String: Any]])?.compactMap { $0["pts"] as? Double }.map { $0.rounded() },
+            [0, 4, 10])
         let log = try nginx.accessLog()
-        XCTAssertEqual(log.map(\.path).sorted(), ["/timeline/chunk-stream0-00001.m4s", "/timeline/chunk-stream0-00003.m4s",
-                                                  "/timeline/chunk-stream0-00006.m4s", "/timeline/init-stream0.m4s",
-                                                  "/timeline/manifest.mpd"])
+        XCTAssertEqual(
+            log.map(\.path).sorted(),
+            [
+                "/timeline/chunk-stream0-00001.m4s", "/timeline/chunk-stream0-00003.m4s",
+                "/timeline/chunk-stream0-00006.m4s", "/timeline/init-stream0.m4s",
+                "/timeline/manifest.mpd",
+            ])
     }
 
     func testBrokenAndLiveManifestsAreClearErrors() throws {
@@ -111,24 +137,28 @@ final class DASHTests: CLITestCase {
             "broken.mpd": "<MPD><Period><AdaptationSet></MPD>",
             "two.mpd": "<MPD type=\"static\"><Period/><Period/></MPD>",
             "live.mpd": """
-                <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z"><Period start="PT0S"><AdaptationSet contentType="video">
-                <Representation id="v" bandwidth="1000"><SegmentTemplate media="s$Number$.m4s" duration="2" startNumber="1"/>
-                </Representation></AdaptationSet></Period></MPD>
-                """,
+            <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z"><Period start="PT0S"><AdaptationSet contentType="video">
+            <Representation id="v" bandwidth="1000"><SegmentTemplate media="s$Number$.m4s" duration="2" startNumber="1"/>
+            </Representation></AdaptationSet></Period></MPD>
+            """,
             "outside.mpd": """
-                <MPD type="static" mediaPresentationDuration="PT2S"><BaseURL>file:///etc/</BaseURL><Period><AdaptationSet contentType="video">
-                <Representation id="v" bandwidth="1000"><SegmentList duration="2"><SegmentURL media="passwd"/></SegmentList>
-                </Representation></AdaptationSet></Period></MPD>
-                """,
+            <MPD type="static" mediaPresentationDuration="PT2S"><BaseURL>file:///etc/</BaseURL><Period><AdaptationSet contentType="video">
+            <Representation id="v" bandwidth="1000"><SegmentList duration="2"><SegmentURL media="passwd"/></SegmentList>
+            </Representation></AdaptationSet></Period></MPD>
+            """,
         ]
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: www + "/" + name)) }
         let nginx = try NginxServer(root: www)
-        try Data(("<MPD type=\"static\" mediaPresentationDuration=\"PT2S\"><Period><AdaptationSet contentType=\"video\">"
-                  + "<Representation id=\"v\" bandwidth=\"1\"><SegmentTemplate media=\"s$Number%0999999d$.m4s\" duration=\"2\"/>"
-                  + "</Representation></AdaptationSet></Period></MPD>").utf8).write(to: URL(fileURLWithPath: www + "/wide.mpd"))
-        for (name, words) in [("broken.mpd", "closed by </MPD>"), ("two.mpd", "single-Period"), ("outside.mpd", "does not follow"),
-                              ("wide.mpd", "wider than 20 digits")] {
+        try Data(
+            ("<MPD type=\"static\" mediaPresentationDuration=\"PT2S\"><Period><AdaptationSet contentType=\"video\">"
+                + "<Representation id=\"v\" bandwidth=\"1\"><SegmentTemplate media=\"s$Number%0999999d$.m4s\" duration=\"2\"/>"
+                + "</Representation></AdaptationSet></Period></MPD>").utf8
+        ).write(to: URL(fileURLWithPath: www + "/wide.mpd"))
+        for (name, words) in [
+            ("broken.mpd", "closed by </MPD>"), ("two.mpd", "single-Period"), ("outside.mpd", "does not follow"),
+            ("wide.mpd", "wider than 20 digits"),
+        ] {
             let r = try mprobe([nginx.url("/" + name), "--cache-dir", cacheDir], expect: 5)
             XCTAssertTrue(r.stderr.contains(words), "\(name): \(r.stderr)")
         }

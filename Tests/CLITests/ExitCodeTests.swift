@@ -22,7 +22,8 @@ final class ExitCodeTests: CLITestCase {
         XCTAssertTrue(bare.stdout.isEmpty && bare.stderr.contains("Usage:"), "usage goes to stderr: \(bare.stderr)")
         // Malformed URLs are the user's to fix (2), not network errors (3).
         for url in ["http://127.0.0.1/a b.mp4", "http://127.0.0.1:99999/x.mp4", "http:///x.mp4"] {
-            XCTAssertTrue(try mprobe(["cat", url, "--cache-dir", cacheDir], expect: 2).stderr.contains("invalid URL"), url)
+            XCTAssertTrue(
+                try mprobe(["cat", url, "--cache-dir", cacheDir], expect: 2).stderr.contains("invalid URL"), url)
         }
         // Extreme values are usage errors, not crashes.
         try mprobe(["cat", "x", "--max-cache-size", "1e30G"], expect: 2)
@@ -39,8 +40,11 @@ final class ExitCodeTests: CLITestCase {
         let r404 = try mprobe(["cat", server.url("/missing"), "--cache-dir", cacheDir], expect: 3)
         XCTAssertTrue(r404.stderr.contains("HTTP 404") && r404.stderr.contains(server.url("/missing")), r404.stderr)
         let ls = try mprobe(["cache", "ls", "--json", "--cache-dir", cacheDir])
-        XCTAssertEqual(ls.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines), "[]", "a 404 leaves no cache entry")
-        XCTAssertTrue(try mprobe(["cat", server.url("/forbidden"), "--cache-dir", cacheDir], expect: 3).stderr.contains("HTTP 403"))
+        XCTAssertEqual(
+            ls.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines), "[]", "a 404 leaves no cache entry")
+        XCTAssertTrue(
+            try mprobe(["cat", server.url("/forbidden"), "--cache-dir", cacheDir], expect: 3).stderr.contains(
+                "HTTP 403"))
         let port = server.port
         server.stop()
         let refused = try mprobe(["cat", "http://127.0.0.1:\(port)/x", "--cache-dir", cacheDir], expect: 3)
@@ -83,9 +87,12 @@ final class ExitCodeTests: CLITestCase {
         let nginx = try NginxServer(root: dir.file("www"))
         let url = nginx.url("/o.bin")
         try mprobe(["cat", url, "--range", "0-999", "--cache-dir", cacheDir])
-        XCTAssertEqual(try mprobe(["cat", url, "--range", "0-999", "--offline", "--cache-dir", cacheDir]).stdout, Array(data[0..<1000]))
+        XCTAssertEqual(
+            try mprobe(["cat", url, "--range", "0-999", "--offline", "--cache-dir", cacheDir]).stdout,
+            Array(data[0..<1000]))
         nginx.clearLog()
-        let miss = try mprobe(["cat", url, "--range", "500000-500999", "--offline", "--cache-dir", cacheDir], expect: 4)
+        let miss = try mprobe(
+            ["cat", url, "--range", "500000-500999", "--offline", "--cache-dir", cacheDir], expect: 4)
         XCTAssertTrue(miss.stderr.contains("offline") && miss.stderr.contains("bytes 500000-"), miss.stderr)
         XCTAssertEqual(try nginx.accessLog().count, 0)
         try mprobe(["cat", url, "--offline", "--no-cache"], expect: 2)

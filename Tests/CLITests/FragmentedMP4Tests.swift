@@ -9,9 +9,14 @@ final class FragmentedMP4Tests: CLITestCase {
     /// 40 s cut every half second (80 fragments): with `mfra` at the end, and the same without it.
     private func makeFragmentedFiles(bFrames: Bool = false) throws -> (www: String, names: [String]) {
         let www = dir.file("www")
-        try encodeRecording(www + "/with-mfra.mp4", muxing: ["-movflags", "frag_keyframe+empty_moov"], bFrames: bFrames)
-        let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy",
-                                              "-movflags", "frag_keyframe+empty_moov+skip_trailer", www + "/without-mfra.mp4"])
+        try encodeRecording(
+            www + "/with-mfra.mp4", muxing: ["-movflags", "frag_keyframe+empty_moov"], bFrames: bFrames)
+        let remux = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy",
+                "-movflags", "frag_keyframe+empty_moov+skip_trailer", www + "/without-mfra.mp4",
+            ])
         XCTAssertEqual(remux.status, 0, remux.stderr)
         return (www, ["with-mfra.mp4", "without-mfra.mp4"])
     }
@@ -45,19 +50,23 @@ final class FragmentedMP4Tests: CLITestCase {
             let probed = try probeDurations(nginx.url("/" + name))
             let log = try nginx.accessLog()
             XCTAssertLessThanOrEqual(log.count, 3, "\(name): \(log.map { $0.range ?? "-" })")
-            XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, byteLimit, "\(name): \(log.map { $0.range ?? "-" })")
+            XCTAssertLessThanOrEqual(
+                log.reduce(0) { $0 + $1.bodyBytesSent }, byteLimit, "\(name): \(log.map { $0.range ?? "-" })")
             let expected = try ffprobeDurations(www + "/" + name)
             XCTAssertEqual(expected.count, 3, "two streams and the file")
             XCTAssertEqual(probed.tracks.count, 2, name)
             for (mine, theirs) in zip(probed.tracks + [probed.file], expected) {
-                XCTAssertEqual(mine, theirs, accuracy: 0.0005, "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
+                XCTAssertEqual(
+                    mine, theirs, accuracy: 0.0005,
+                    "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
             }
             let start = try ffprobeValues(www + "/" + name, entries: "format=start_time")
             XCTAssertEqual(probed.json["start_time"] as? Double ?? -1, start.first ?? -2, accuracy: 0.0005, name)
             let tracks = try XCTUnwrap(probed.json["tracks"] as? [[String: Any]])
             XCTAssertEqual(tracks[0]["frame_rate"] as? Double ?? 0, 30, accuracy: 0.01, "the last fragment's rate")
             XCTAssertEqual(tracks[1]["profile"] as? String, "LC", "the AAC profile from its configuration")
-            XCTAssertTrue(tracks.allSatisfy { $0["bit_rate"] is NSNull }, "per-track bit rates would need every fragment")
+            XCTAssertTrue(
+                tracks.allSatisfy { $0["bit_rate"] is NSNull }, "per-track bit rates would need every fragment")
         }
     }
 
@@ -69,9 +78,11 @@ final class FragmentedMP4Tests: CLITestCase {
     func testWithoutAnMfraTheLastMoofIsReadWhereTheFirstFragmentPlacesIt() throws {
         let www = dir.file("www")
         let muxing = ["-qp", "2", "-g", "60", "-movflags", "frag_keyframe+empty_moov+skip_trailer", "-f", "mp4"]
-        try encodeRecording(www + "/whole.mp4", muxing: muxing) // 20 fragments of about 0.5 MB
-        let cut = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/whole.mp4", "-c", "copy", "-t", "38.6"] + muxing.suffix(4)
-                                 + [www + "/cut.mp4"])
+        try encodeRecording(www + "/whole.mp4", muxing: muxing)  // 20 fragments of about 0.5 MB
+        let cut = try runProcess(
+            "ffmpeg",
+            ["-v", "error", "-i", www + "/whole.mp4", "-c", "copy", "-t", "38.6"] + muxing.suffix(4)
+                + [www + "/cut.mp4"])
         XCTAssertEqual(cut.status, 0, cut.stderr)
         let nginx = try NginxServer(root: www)
         for (name, requests) in [("whole.mp4", 3), ("cut.mp4", 4)] {
@@ -88,7 +99,9 @@ final class FragmentedMP4Tests: CLITestCase {
             XCTAssertLessThanOrEqual(sent, limit, "\(name): \(log.map { $0.range ?? "-" })")
             let expected = try ffprobeDurations(www + "/" + name)
             for (mine, theirs) in zip(probed.tracks + [probed.file], expected) {
-                XCTAssertEqual(mine, theirs, accuracy: 0.0005, "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
+                XCTAssertEqual(
+                    mine, theirs, accuracy: 0.0005,
+                    "\(name): \(probed.tracks) \(probed.file) against ffprobe's \(expected)")
             }
         }
     }
@@ -112,7 +125,9 @@ final class FragmentedMP4Tests: CLITestCase {
         nginx.clearLog()
         let viaTail = try probeDurations(nginx.url("/bad-index.mp4"))
         XCTAssertLessThanOrEqual(try nginx.accessLog().count, 3)
-        for (mine, theirs) in zip(viaTail.tracks + [viaTail.file], expected) { XCTAssertEqual(mine, theirs, accuracy: 0.0005) }
+        for (mine, theirs) in zip(viaTail.tracks + [viaTail.file], expected) {
+            XCTAssertEqual(mine, theirs, accuracy: 0.0005)
+        }
 
         nginx.clearLog()
         let walked = try probeDurations(nginx.url("/no-decode-times.mp4"))
@@ -135,16 +150,22 @@ final class FragmentedMP4Tests: CLITestCase {
                 // after it, and at most the rest of a key frame larger than the first one.
                 XCTAssertLessThanOrEqual(log.count, 3 + 2 * 8, "\(log.map { $0.range ?? "-" })")
                 let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/" + name)[.size] as? Int)
-                XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, Int64(size / 4), "a quarter of the file at most")
+                XCTAssertLessThanOrEqual(
+                    log.reduce(0) { $0 + $1.bodyBytesSent }, Int64(size / 4), "a quarter of the file at most")
             } else {
                 // No index: the head, the tail with the last moof, then reads placed by time that
                 // find each key frame's moof (FragmentScan), in one wave — not a request per moof (80).
                 XCTAssertLessThanOrEqual(log.count, 3 + 8 + 4, "\(log.map { $0.range ?? "-" })")
             }
-            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+            let manifest =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+                as? [String: Any]
             let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
             manifests.append(thumbnails.compactMap { $0["pts"] as? Double })
-            pictures.append(try thumbnails.compactMap { $0["file"] as? String }.map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) })
+            pictures.append(
+                try thumbnails.compactMap { $0["file"] as? String }.map {
+                    try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0))
+                })
         }
         XCTAssertEqual(manifests[0].count, 8)
         XCTAssertEqual(manifests[0], manifests[1], "the same key frames as reading every fragment")
@@ -160,10 +181,18 @@ final class FragmentedMP4Tests: CLITestCase {
     /// per fragment (80).
     func testFragmentsWithoutKeyFramesLeadBackToTheKeyFrameBeforeThem() throws {
         let www = dir.file("www")
-        try encodeRecording(www + "/with-mfra.mp4", muxing: ["-g", "60", "-frag_duration", "500000",
-                                                              "-movflags", "empty_moov+default_base_moof"])
-        let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy", "-frag_duration", "500000",
-                                              "-movflags", "empty_moov+default_base_moof+skip_trailer", www + "/without-mfra.mp4"])
+        try encodeRecording(
+            www + "/with-mfra.mp4",
+            muxing: [
+                "-g", "60", "-frag_duration", "500000",
+                "-movflags", "empty_moov+default_base_moof",
+            ])
+        let remux = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", www + "/with-mfra.mp4", "-c", "copy", "-frag_duration", "500000",
+                "-movflags", "empty_moov+default_base_moof+skip_trailer", www + "/without-mfra.mp4",
+            ])
         XCTAssertEqual(remux.status, 0, remux.stderr)
         let nginx = try NginxServer(root: www)
         var sets: [(times: [Double], pts: [Double], pictures: [Data])] = []
@@ -172,20 +201,31 @@ final class FragmentedMP4Tests: CLITestCase {
             let out = dir.file("t-" + name)
             try mprobe(["thumbs", nginx.url("/" + name), "--count", "8", "--out", out, "--cache-dir", cacheDir])
             if name == "without-mfra.mp4" { XCTAssertLessThan(try nginx.accessLog().count, 40) }
-            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+            let manifest =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+                as? [String: Any]
             let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
-            sets.append((thumbnails.compactMap { $0["time"] as? Double }, thumbnails.compactMap { $0["pts"] as? Double },
-                         try thumbnails.compactMap { $0["file"] as? String }.map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) }))
+            sets.append(
+                (
+                    thumbnails.compactMap { $0["time"] as? Double }, thumbnails.compactMap { $0["pts"] as? Double },
+                    try thumbnails.compactMap { $0["file"] as? String }.map {
+                        try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0))
+                    }
+                ))
         }
         // The key frames at or before each time, from the start (before: with the mfra, the last
         // key frame libavformat had read, 0 s for 5 s).
         let start = try XCTUnwrap(try ffprobeValues(www + "/without-mfra.mp4", entries: "format=start_time").first)
-        let keys = try FFprobeOracle.run(["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
-                                          www + "/without-mfra.mp4"]).stdoutString.split(separator: "\n")
+        let keys = try FFprobeOracle.run([
+            "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+            www + "/without-mfra.mp4",
+        ]).stdoutString.split(separator: "\n")
             .filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
         let expected = sets[0].times.map { time in (keys.last { $0 <= start + time + 1e-6 } ?? 0) - start }
         XCTAssertEqual(sets[0].times.count, 8)
-        for (got, want) in zip(sets[0].pts + sets[1].pts, expected + expected) { XCTAssertEqual(got, want, accuracy: 0.001) }
+        for (got, want) in zip(sets[0].pts + sets[1].pts, expected + expected) {
+            XCTAssertEqual(got, want, accuracy: 0.001)
+        }
         XCTAssertEqual(sets[1].pictures.count, 8)
         XCTAssertTrue(sets[1].pictures == sets[0].pictures, "the same pictures")
     }
@@ -203,11 +243,16 @@ final class FragmentedMP4Tests: CLITestCase {
         try Data(whole.prefix(at + moofSize + 8 + 100)).write(to: URL(fileURLWithPath: www + "/cut.mp4"))
         let nginx = try NginxServer(root: www)
         let out = dir.file("cut")
-        let duration = try XCTUnwrap(try json(try mprobe([nginx.url("/cut.mp4"), "--json", "--cache-dir", cacheDir]))["duration"] as? Double)
+        let duration = try XCTUnwrap(
+            try json(try mprobe([nginx.url("/cut.mp4"), "--json", "--cache-dir", cacheDir]))["duration"] as? Double)
         let times = stride(from: 1.0, to: duration, by: 1).map { $0 } + [duration - 0.05]
-        let made = try mprobe(["thumbs", nginx.url("/cut.mp4"), "--at", times.map { String(format: "%.2f", $0) }.joined(separator: ","),
-                               "--out", out, "--cache-dir", cacheDir])
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let made = try mprobe([
+            "thumbs", nginx.url("/cut.mp4"), "--at", times.map { String(format: "%.2f", $0) }.joined(separator: ","),
+            "--out", out, "--cache-dir", cacheDir,
+        ])
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any]
         let thumbnails = manifest?["thumbnails"] as? [[String: Any]] ?? []
         XCTAssertGreaterThan(thumbnails.count, 15)
         for thumbnail in thumbnails {
@@ -231,18 +276,24 @@ final class FragmentedMP4Tests: CLITestCase {
             var q = p + 8 + 4
             for (bit, width) in [(0x01, 8), (0x02, 4), (0x08, 4), (0x10, 4)] where flags & bit != 0 { q += width }
             guard bytes[q..<q + 4].elementsEqual([0x01, 0x01, 0x00, 0x00]) else { continue }
-            bytes[q + 1] = 0 // depends on others, the non-sync bit cleared
+            bytes[q + 1] = 0  // depends on others, the non-sync bit cleared
             patched += 1
         }
         XCTAssertGreaterThan(patched, 10, "ffmpeg's fragments state their default sample flags")
         try Data(bytes).write(to: URL(fileURLWithPath: www + "/depends.mp4"))
         let nginx = try NginxServer(root: www)
         let out = dir.file("depends")
-        try mprobe(["thumbs", nginx.url("/depends.mp4"), "--at", "5.3,12.2,31.4", "--out", out, "--cache-dir", cacheDir])
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        try mprobe([
+            "thumbs", nginx.url("/depends.mp4"), "--at", "5.3,12.2,31.4", "--out", out, "--cache-dir", cacheDir,
+        ])
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any]
         let pts = (manifest?["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
-        let keys = try FFprobeOracle.run(["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
-                                          www + "/depends.mp4"]).stdoutString.split(separator: "\n")
+        let keys = try FFprobeOracle.run([
+            "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+            www + "/depends.mp4",
+        ]).stdoutString.split(separator: "\n")
             .filter { $0.contains("K") }.compactMap { Double($0.split(separator: ",")[0]) }
         let expected = [5.3, 12.2, 31.4].map { time in keys.filter { $0 <= time }.max() ?? -1 }
         XCTAssertEqual(pts.count, 3)
@@ -253,7 +304,8 @@ final class FragmentedMP4Tests: CLITestCase {
         let (www, names) = try makeFragmentedFiles()
         let nginx = try NginxServer(root: www)
         let url = nginx.url("/" + names[0])
-        let plan = try json(try mprobe(["prefetch", url, "--start", "20", "--seconds", "5", "--json", "--cache-dir", cacheDir]))
+        let plan = try json(
+            try mprobe(["prefetch", url, "--start", "20", "--seconds", "5", "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(plan["estimated"] as? Bool, false, "\(plan)")
         XCTAssertTrue((plan["note"] as? String ?? "").contains("mfra"), "\(plan)")
         let log = try nginx.accessLog()
@@ -265,7 +317,9 @@ final class FragmentedMP4Tests: CLITestCase {
         let buffered = (plan["tracks"] as? [[String: Any]] ?? []).map { $0["buffered"] as? [[String: Any]] ?? [] }
         XCTAssertEqual(buffered.count, 2, "both tracks: \(plan)")
         for spans in buffered {
-            XCTAssertTrue(spans.contains { ($0["start"] as? Double ?? 99) <= 20 && ($0["end"] as? Double ?? 0) >= 25 }, "\(spans)")
+            XCTAssertTrue(
+                spans.contains { ($0["start"] as? Double ?? 99) <= 20 && ($0["end"] as? Double ?? 0) >= 25 }, "\(spans)"
+            )
         }
 
         nginx.clearLog()
@@ -302,20 +356,27 @@ final class FragmentedMP4Tests: CLITestCase {
     func testAWindowEndingWhereAFragmentStartsPlaysOffline() throws {
         for bFrames in [false, true] {
             let www = dir.file("www-\(bFrames)")
-            try encodeRecording(www + "/long-fragments.mp4", muxing: ["-g", "30", "-b:v", "1M", "-movflags", "frag_keyframe+empty_moov"],
-                                bFrames: bFrames)
+            try encodeRecording(
+                www + "/long-fragments.mp4",
+                muxing: ["-g", "30", "-b:v", "1M", "-movflags", "frag_keyframe+empty_moov"],
+                bFrames: bFrames)
             // 40 fragments of 1 s (enough for the mfra to place them), each larger than the head of
             // the next one a window takes: the window ends where the one after 15 s starts.
-            let keys = try FFprobeOracle.run(["-v", "error", "-select_streams", "v", "-skip_frame", "nokey", "-show_entries",
-                                              "frame=pts_time", "-of", "csv=p=0", www + "/long-fragments.mp4"])
-            let boundary = try XCTUnwrap(keys.stdoutString.split(separator: "\n").compactMap { Double($0) }.first { $0 > 15 })
+            let keys = try FFprobeOracle.run([
+                "-v", "error", "-select_streams", "v", "-skip_frame", "nokey", "-show_entries",
+                "frame=pts_time", "-of", "csv=p=0", www + "/long-fragments.mp4",
+            ])
+            let boundary = try XCTUnwrap(
+                keys.stdoutString.split(separator: "\n").compactMap { Double($0) }.first { $0 > 15 })
             let start = String(format: "%.6f", boundary - 4)
             let nginx = try NginxServer(root: www)
             let url = nginx.url("/long-fragments.mp4")
             let cache = dir.file("cache-\(bFrames)")
             try mprobe(["prefetch", url, "--start", start, "--seconds", "4", "--cache-dir", cache])
             nginx.clearLog()
-            let check = try mprobe(["check", url, "--start", start, "--seconds", "4", "--offline", "--cache-dir", cache])
+            let check = try mprobe([
+                "check", url, "--start", start, "--seconds", "4", "--offline", "--cache-dir", cache,
+            ])
             XCTAssertTrue(check.stdoutString.contains("plays"), "B-frames \(bFrames): \(check.stdoutString)")
             XCTAssertEqual(try nginx.accessLog().count, 0)
         }
@@ -329,10 +390,15 @@ final class FragmentedMP4Tests: CLITestCase {
         var checks: [String] = []
         for name in names {
             let out = dir.file("thumbs-" + name)
-            let set = try json(try mprobe(["thumbs", www + "/" + name, "--count", "6", "--out", out, "--json", "--cache-dir", cacheDir]))
+            let set = try json(
+                try mprobe([
+                    "thumbs", www + "/" + name, "--count", "6", "--out", out, "--json", "--cache-dir", cacheDir,
+                ]))
             results.append((set["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double })
-            checks.append(try mprobe(["check", www + "/" + name, "--start", "12", "--seconds", "4", "--cache-dir", cacheDir]).stdoutString
-                .split(separator: "\n").dropFirst().joined(separator: "\n"))
+            checks.append(
+                try mprobe(["check", www + "/" + name, "--start", "12", "--seconds", "4", "--cache-dir", cacheDir])
+                    .stdoutString
+                    .split(separator: "\n").dropFirst().joined(separator: "\n"))
         }
         XCTAssertEqual(results[0].count, 6)
         XCTAssertEqual(results[0], results[1])
@@ -348,13 +414,18 @@ final class FragmentedMP4Tests: CLITestCase {
     func testAWindowPastTheFirstSidxIsPlannedFromItsOwnFragmentsAndPlaysOffline() throws {
         let name = "androidx-media__sample_fragmented_seekable_multiple_sidx.mp4"
         let nginx = try NginxServer(root: Media3OracleTests.corpus.appendingPathComponent("files").path)
-        let plan = try json(try mprobe(["prefetch", nginx.url("/" + name), "--start", "18", "--seconds", "2", "--json",
-                                        "--cache-dir", cacheDir]))
+        let plan = try json(
+            try mprobe([
+                "prefetch", nginx.url("/" + name), "--start", "18", "--seconds", "2", "--json",
+                "--cache-dir", cacheDir,
+            ]))
         let video = try XCTUnwrap((plan["tracks"] as? [[String: Any]])?.first)
         XCTAssertLessThanOrEqual(video["first_time"] as? Double ?? 99, 18)
         XCTAssertGreaterThanOrEqual(video["last_time"] as? Double ?? 0, 19.9, "\(video)")
         nginx.clearLog()
-        let check = try mprobe(["check", nginx.url("/" + name), "--start", "18", "--seconds", "2", "--offline", "--cache-dir", cacheDir])
+        let check = try mprobe([
+            "check", nginx.url("/" + name), "--start", "18", "--seconds", "2", "--offline", "--cache-dir", cacheDir,
+        ])
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
         XCTAssertEqual(try nginx.accessLog().count, 0)
     }
@@ -364,8 +435,12 @@ final class FragmentedMP4Tests: CLITestCase {
     /// now places every fragment, as the mfra does.
     func testASegmentIndexPlacesThumbnailsAndPrefetchesAndANoSyncIndexFallsBackToSeeking() throws {
         let (www, names) = try makeFragmentedFiles()
-        let remux = try runProcess("ffmpeg", ["-v", "error", "-i", www + "/" + names[0], "-c", "copy",
-                                              "-movflags", "dash+global_sidx", "-f", "mp4", www + "/sidx.mp4"])
+        let remux = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", www + "/" + names[0], "-c", "copy",
+                "-movflags", "dash+global_sidx", "-f", "mp4", www + "/sidx.mp4",
+            ])
         XCTAssertEqual(remux.status, 0, remux.stderr)
         // The same file with every reference marked as not starting with a sync sample: no
         // timeline can come from it, and libavformat's index is the first fragment's only.
@@ -373,7 +448,7 @@ final class FragmentedMP4Tests: CLITestCase {
         var p = 0
         while p + 32 < min(bytes.count, 1 << 20) {
             if bytes[p..<p + 4].elementsEqual(Array("sidx".utf8)) {
-                let version = bytes[p + 4], fixed = version == 1 ? 28 : 20 // version/flags, ID, scale, two times, reserved
+                let version = bytes[p + 4], fixed = version == 1 ? 28 : 20  // version/flags, ID, scale, two times, reserved
                 let count = Int(bytes[p + 4 + fixed + 2]) << 8 | Int(bytes[p + 4 + fixed + 3])
                 for r in 0..<count { bytes[p + 4 + fixed + 4 + r * 12 + 8] &= 0x7F }
             }
@@ -384,8 +459,11 @@ final class FragmentedMP4Tests: CLITestCase {
         var pts: [String: [Double]] = [:]
         for name in [names[0], "sidx.mp4", "sidx-no-sap.mp4"] {
             nginx.clearLog()
-            let set = try json(try mprobe(["thumbs", nginx.url("/" + name), "--count", "6", "--out", dir.file("t-" + name),
-                                           "--json", "--cache-dir", cacheDir]))
+            let set = try json(
+                try mprobe([
+                    "thumbs", nginx.url("/" + name), "--count", "6", "--out", dir.file("t-" + name),
+                    "--json", "--cache-dir", cacheDir,
+                ]))
             pts[name] = (set["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
             if name == "sidx.mp4" { XCTAssertLessThanOrEqual(try nginx.accessLog().count, 2 + 2 * 6) }
         }
@@ -400,12 +478,17 @@ final class FragmentedMP4Tests: CLITestCase {
         }
 
         nginx.clearLog()
-        let plan = try json(try mprobe(["prefetch", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--json",
-                                        "--cache-dir", cacheDir]))
+        let plan = try json(
+            try mprobe([
+                "prefetch", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--json",
+                "--cache-dir", cacheDir,
+            ]))
         XCTAssertTrue((plan["note"] as? String ?? "").contains("fragments"), "\(plan)")
         XCTAssertLessThanOrEqual(try nginx.accessLog().count, 4)
         nginx.clearLog()
-        let check = try mprobe(["check", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--offline", "--cache-dir", cacheDir])
+        let check = try mprobe([
+            "check", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--offline", "--cache-dir", cacheDir,
+        ])
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
         XCTAssertEqual(try nginx.accessLog().count, 0)
     }

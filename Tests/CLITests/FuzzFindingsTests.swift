@@ -17,8 +17,9 @@ final class FuzzFindingsTests: CLITestCase {
 
     /// F1: a `tfhd` base data offset near 2^63 made a sample's byte range overflow in the planner.
     func testASampleOffsetNearTheLargestIntegerDoesNotCrashPrefetch() throws {
-        let file = try patched(Self.corpus + "/mp4parse-rust__opus_audioinit_two_desc.mp4", at: 785,
-                               [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00], as: "f1.mp4")
+        let file = try patched(
+            Self.corpus + "/mp4parse-rust__opus_audioinit_two_desc.mp4", at: 785,
+            [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00], as: "f1.mp4")
         let r = try mprobe(["prefetch", file, "--seconds", "2", "--json", "--cache-dir", cacheDir], expect: nil)
         XCTAssertTrue([0, 5].contains(r.status), "exit \(r.status): \(r.stderr)")
         if r.status == 0 {
@@ -32,7 +33,10 @@ final class FuzzFindingsTests: CLITestCase {
     /// F2: a version-1 `tfdt` of -2^63 made the decode delay overflow in check and prefetch.
     func testADecodeTimeNearTheSmallestIntegerDoesNotCrashCheckOrPrefetch() throws {
         let file = try patched(samplePath("fragmented.mp4"), at: 1629, [0x80, 0, 0, 0, 0, 0, 0, 0], as: "f2.mp4")
-        for command in [["check", "--seconds", "1"], ["prefetch", "--seconds", "1"], ["thumbs", "--count", "2", "--out", dir.file("t")]] {
+        for command in [
+            ["check", "--seconds", "1"], ["prefetch", "--seconds", "1"],
+            ["thumbs", "--count", "2", "--out", dir.file("t")],
+        ] {
             let r = try mprobe(command + [file, "--cache-dir", cacheDir], expect: nil)
             XCTAssertTrue([0, 5].contains(r.status), "\(command): exit \(r.status): \(r.stderr)")
         }
@@ -49,12 +53,19 @@ final class FuzzFindingsTests: CLITestCase {
         let r = try mprobe(["thumbs", file, "--count", "3", "--out", dir.file("u1"), "--no-cache", "--json"])
         let object = try json(r)
         let pts = (object["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
-        let keys = try runProcess("ffprobe", ["-v", "quiet", "-select_streams", "v", "-show_entries", "packet=pts_time,flags",
-                                              "-of", "csv=p=0", file]).stdoutString.split(separator: "\n").filter { $0.contains("K") }
+        let keys = try runProcess(
+            "ffprobe",
+            [
+                "-v", "quiet", "-select_streams", "v", "-show_entries", "packet=pts_time,flags",
+                "-of", "csv=p=0", file,
+            ]
+        ).stdoutString.split(separator: "\n").filter { $0.contains("K") }
         XCTAssertEqual(keys.count, 1, "the sample has one key frame")
         XCTAssertEqual(pts.count, 3)
         XCTAssertTrue(pts.allSatisfy { $0 < 0.1 }, "\(pts)")
-        XCTAssertTrue((object["notes"] as? [String] ?? []).contains { $0.contains("Cues that do not place its key frames") }, "\(object)")
+        XCTAssertTrue(
+            (object["notes"] as? [String] ?? []).contains { $0.contains("Cues that do not place its key frames") },
+            "\(object)")
         XCTAssertFalse(r.stderr.contains("Operation not permitted"), r.stderr)
     }
 

@@ -13,13 +13,17 @@ final class FuzzSmokeTests: XCTestCase {
     func testMutatedMediaNeverCrashesHangsOrBlowsUp() throws {
         let results = try TempDirectory(prefix: "mprobe-fuzz-smoke")
         // 24 inputs x 4 commands x local/HTTP = 192 runs: about 15 s with the debug binary on 2 cores.
-        let args = [Self.repoRoot + "/bench/fuzz.sh", "--binary", try mprobeBinary(), "--inputs", "24", "--seed", "1",
-                    "--timeout", "10", "--jobs", "2", "--results", results.path]
+        let args = [
+            Self.repoRoot + "/bench/fuzz.sh", "--binary", try mprobeBinary(), "--inputs", "24", "--seed", "1",
+            "--timeout", "10", "--jobs", "2", "--results", results.path,
+        ]
         let run = try runProcess("/bin/bash", args, timeout: 600)
         let failures = (try? String(contentsOfFile: results.file("failures.md"), encoding: .utf8)) ?? ""
         let summary = (try? String(contentsOfFile: results.file("summary.md"), encoding: .utf8)) ?? run.stdoutString
         XCTAssertTrue(summary.contains("runs: 192"), "the harness did not run every case:\n\(summary)\n\(run.stderr)")
-        XCTAssertEqual(run.status, 0, """
+        XCTAssertEqual(
+            run.status, 0,
+            """
             bench/fuzz.sh found crashes, hangs or memory blow-ups (or could not run):
             \(summary)
             \(failures.components(separatedBy: "\n## unclear").first ?? failures)

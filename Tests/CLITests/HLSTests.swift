@@ -13,20 +13,31 @@ final class HLSTests: CLITestCase {
         for sub in ["ts", "fmp4", "single", "alt"] {
             try FileManager.default.createDirectory(atPath: www + "/" + sub, withIntermediateDirectories: true)
         }
-        let input = ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-                     "-i", "sine=frequency=440:sample_rate=48000", "-t", "12"]
-        let hls = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
-                   "-hls_playlist_type", "vod"]
+        let input = [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+            "-i", "sine=frequency=440:sample_rate=48000", "-t", "12",
+        ]
+        let hls = [
+            "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
+            "-hls_playlist_type", "vod",
+        ]
         let two = ["-filter_complex", "[0:v]split=2[a][b];[b]scale=160:90[c]", "-map", "[a]", "-map", "[c]"]
         let runs: [[String]] = [
-            two + ["-map", "1:a", "-map", "1:a"] + hls + ["-b:v:0", "600k", "-b:v:1", "200k", "-master_pl_name", "master.m3u8",
-                "-var_stream_map", "v:0,a:0 v:1,a:1", "-hls_segment_filename", www + "/ts/v%v_%d.ts", www + "/ts/v%v.m3u8"],
-            hls + ["-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4", "-hls_segment_filename",
-                   www + "/fmp4/seg%d.m4s", www + "/fmp4/index.m3u8"],
+            two + ["-map", "1:a", "-map", "1:a"] + hls + [
+                "-b:v:0", "600k", "-b:v:1", "200k", "-master_pl_name", "master.m3u8",
+                "-var_stream_map", "v:0,a:0 v:1,a:1", "-hls_segment_filename", www + "/ts/v%v_%d.ts",
+                www + "/ts/v%v.m3u8",
+            ],
+            hls + [
+                "-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4", "-hls_segment_filename",
+                www + "/fmp4/seg%d.m4s", www + "/fmp4/index.m3u8",
+            ],
             hls + ["-hls_flags", "single_file", www + "/single/index.m3u8"],
-            two + ["-map", "1:a"] + hls + ["-master_pl_name", "master.m3u8", "-var_stream_map",
+            two + ["-map", "1:a"] + hls + [
+                "-master_pl_name", "master.m3u8", "-var_stream_map",
                 "v:0,agroup:aud v:1,agroup:aud a:0,agroup:aud,language:en,name:English,default:yes",
-                "-hls_segment_filename", www + "/alt/s%v_%d.ts", www + "/alt/p%v.m3u8"],
+                "-hls_segment_filename", www + "/alt/s%v_%d.ts", www + "/alt/p%v.m3u8",
+            ],
         ]
         for args in runs {
             let r = try runProcess("ffmpeg", input + args)
@@ -59,7 +70,8 @@ final class HLSTests: CLITestCase {
         XCTAssertEqual(tracks.map { $0["codec"] as? String }, ["h264", "aac"])
         XCTAssertEqual(tracks.first?["width"] as? Int, 320)
         XCTAssertTrue(variants[1]["first_segment"] is NSNull)
-        XCTAssertEqual(paths(try nginx.accessLog()).sorted(), ["/ts/master.m3u8", "/ts/v0.m3u8", "/ts/v0_0.ts", "/ts/v1.m3u8"])
+        XCTAssertEqual(
+            paths(try nginx.accessLog()).sorted(), ["/ts/master.m3u8", "/ts/v0.m3u8", "/ts/v0_0.ts", "/ts/v1.m3u8"])
         let fetch = try XCTUnwrap(probe["fetch"] as? [String: Any])
         XCTAssertEqual(fetch["requests"] as? Int, 4, "what nginx served")
 
@@ -115,36 +127,62 @@ final class HLSTests: CLITestCase {
         let nginx = try NginxServer(root: www)
         let cases: [(String, [String], [String])] = [
             ("/ts/master.m3u8", [], ["/ts/master.m3u8", "/ts/v0.m3u8", "/ts/v0_2.ts", "/ts/v0_3.ts", "/ts/v0_4.ts"]),
-            ("/ts/master.m3u8", ["--variant", "worst"], ["/ts/master.m3u8", "/ts/v1.m3u8", "/ts/v1_2.ts", "/ts/v1_3.ts", "/ts/v1_4.ts"]),
-            ("/fmp4/index.m3u8", [], ["/fmp4/index.m3u8", "/fmp4/init.mp4", "/fmp4/seg2.m4s", "/fmp4/seg3.m4s", "/fmp4/seg4.m4s"]),
-            ("/single/index.m3u8", [], ["/single/index.m3u8", "/single/index.ts", "/single/index.ts", "/single/index.ts"]),
-            ("/alt/master.m3u8", [], ["/alt/master.m3u8", "/alt/p0.m3u8", "/alt/pEnglish.m3u8", "/alt/s0_2.ts", "/alt/s0_3.ts",
-                                      "/alt/s0_4.ts", "/alt/sEnglish_2.ts", "/alt/sEnglish_3.ts", "/alt/sEnglish_4.ts"]),
+            (
+                "/ts/master.m3u8", ["--variant", "worst"],
+                ["/ts/master.m3u8", "/ts/v1.m3u8", "/ts/v1_2.ts", "/ts/v1_3.ts", "/ts/v1_4.ts"]
+            ),
+            (
+                "/fmp4/index.m3u8", [],
+                ["/fmp4/index.m3u8", "/fmp4/init.mp4", "/fmp4/seg2.m4s", "/fmp4/seg3.m4s", "/fmp4/seg4.m4s"]
+            ),
+            (
+                "/single/index.m3u8", [],
+                ["/single/index.m3u8", "/single/index.ts", "/single/index.ts", "/single/index.ts"]
+            ),
+            (
+                "/alt/master.m3u8", [],
+                [
+                    "/alt/master.m3u8", "/alt/p0.m3u8", "/alt/pEnglish.m3u8", "/alt/s0_2.ts", "/alt/s0_3.ts",
+                    "/alt/s0_4.ts", "/alt/sEnglish_2.ts", "/alt/sEnglish_3.ts", "/alt/sEnglish_4.ts",
+                ]
+            ),
         ]
         for (n, (path, options, expected)) in cases.enumerated() {
             let cache = dir.file("cache-\(n)")
             nginx.clearLog()
-            let result = try json(try mprobe(["prefetch", nginx.url(path), "--start", "5", "--seconds", "4", "--json", "--cache-dir", cache]
-                                             + options))
+            let result = try json(
+                try mprobe(
+                    ["prefetch", nginx.url(path), "--start", "5", "--seconds", "4", "--json", "--cache-dir", cache]
+                        + options))
             XCTAssertEqual(paths(try nginx.accessLog()).sorted(), expected.sorted(), "\(path) \(options)")
             let playlists = try XCTUnwrap(result["playlists"] as? [[String: Any]])
             for p in playlists {
                 XCTAssertEqual(p["segments"] as? Int, 3)
                 let buffered = p["buffered"] as? [[String: Any]] ?? []
-                XCTAssertTrue(buffered.contains { ($0["start"] as? Double ?? 99) <= 5 && ($0["end"] as? Double ?? 0) >= 9 }, "\(p)")
+                XCTAssertTrue(
+                    buffered.contains { ($0["start"] as? Double ?? 99) <= 5 && ($0["end"] as? Double ?? 0) >= 9 },
+                    "\(p)")
             }
             // `cache ranges` of the playlist says the same, without the network.
             let ranges = try json(try mprobe(["cache", "ranges", nginx.url(path), "--json", "--cache-dir", cache]))
             let stream = try XCTUnwrap(ranges["stream"] as? [[String: Any]], "\(ranges)")
-            XCTAssertTrue(stream.contains { (($0["buffered"] as? [[String: Any]]) ?? []).contains {
-                ($0["start"] as? Double ?? 99) <= 5 && ($0["end"] as? Double ?? 0) >= 9 } }, "\(stream)")
+            XCTAssertTrue(
+                stream.contains {
+                    (($0["buffered"] as? [[String: Any]]) ?? []).contains {
+                        ($0["start"] as? Double ?? 99) <= 5 && ($0["end"] as? Double ?? 0) >= 9
+                    }
+                }, "\(stream)")
             nginx.clearLog()
-            let check = try mprobe(["check", nginx.url(path), "--start", "5", "--seconds", "4", "--offline", "--cache-dir", cache] + options)
+            let check = try mprobe(
+                ["check", nginx.url(path), "--start", "5", "--seconds", "4", "--offline", "--cache-dir", cache]
+                    + options)
             XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
             XCTAssertEqual(try nginx.accessLog().count, 0, "\(path): played from the cache")
             // Outside the window the cache has nothing: said, not guessed.
-            let outside = try mprobe(["check", nginx.url(path), "--start", "0", "--seconds", "2", "--offline", "--cache-dir", cache] + options,
-                                     expect: 4)
+            let outside = try mprobe(
+                ["check", nginx.url(path), "--start", "0", "--seconds", "2", "--offline", "--cache-dir", cache]
+                    + options,
+                expect: 4)
             XCTAssertTrue(outside.stderr.contains("not in the cache"), outside.stderr)
         }
     }
@@ -155,13 +193,17 @@ final class HLSTests: CLITestCase {
         let www = try makeStreams()
         let nginx = try NginxServer(root: www)
         let out = dir.file("thumbs")
-        try mprobe(["thumbs", nginx.url("/ts/master.m3u8"), "--at", "0,3,5,10.5", "--width", "160", "--sprite",
-                    "--out", out, "--cache-dir", cacheDir])
-        XCTAssertEqual(paths(try nginx.accessLog()).sorted(),
-                       ["/ts/master.m3u8", "/ts/v1.m3u8", "/ts/v1_0.ts", "/ts/v1_1.ts", "/ts/v1_2.ts", "/ts/v1_5.ts"].sorted(),
-                       "the 160-wide variant, one segment per time")
-        let manifest = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
-            as? [String: Any])
+        try mprobe([
+            "thumbs", nginx.url("/ts/master.m3u8"), "--at", "0,3,5,10.5", "--width", "160", "--sprite",
+            "--out", out, "--cache-dir", cacheDir,
+        ])
+        XCTAssertEqual(
+            paths(try nginx.accessLog()).sorted(),
+            ["/ts/master.m3u8", "/ts/v1.m3u8", "/ts/v1_0.ts", "/ts/v1_1.ts", "/ts/v1_2.ts", "/ts/v1_5.ts"].sorted(),
+            "the 160-wide variant, one segment per time")
+        let manifest = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+                as? [String: Any])
         let thumbnails = try XCTUnwrap(manifest["thumbnails"] as? [[String: Any]])
         // Key frames every 2 s: the one at or before each time.
         XCTAssertEqual(thumbnails.compactMap { $0["pts"] as? Double }.map { ($0 * 10).rounded() / 10 }, [0, 2, 4, 10])
@@ -169,10 +211,13 @@ final class HLSTests: CLITestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: out + "/thumbs.vtt"))
 
         nginx.clearLog()
-        try mprobe(["thumbs", nginx.url("/fmp4/index.m3u8"), "--at", "5", "--out", dir.file("f"), "--cache-dir", cacheDir])
+        try mprobe([
+            "thumbs", nginx.url("/fmp4/index.m3u8"), "--at", "5", "--out", dir.file("f"), "--cache-dir", cacheDir,
+        ])
         let log = try nginx.accessLog()
         XCTAssertEqual(paths(log).sorted(), ["/fmp4/index.m3u8", "/fmp4/init.mp4", "/fmp4/seg2.m4s"])
-        XCTAssertEqual(log.first { $0.path == "/fmp4/seg2.m4s" }?.range, "bytes=0-98303", "the segment's head, not all of it")
+        XCTAssertEqual(
+            log.first { $0.path == "/fmp4/seg2.m4s" }?.range, "bytes=0-98303", "the segment's head, not all of it")
     }
 
     /// The user's headers go on every playlist and segment request; segment URIs with query
@@ -183,14 +228,19 @@ final class HLSTests: CLITestCase {
         signed = signed.split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasSuffix(".ts") ? $0 + "?sig=abc&exp=1" : $0 }.joined(separator: "\n")
         try Data(signed.utf8).write(to: URL(fileURLWithPath: www + "/ts/signed.m3u8"))
-        let nginx = try NginxServer(root: www, locations: #"location /ts/ { if ($http_x_token != "s3cret") { return 403; } }"#)
+        let nginx = try NginxServer(
+            root: www, locations: #"location /ts/ { if ($http_x_token != "s3cret") { return 403; } }"#)
         let url = nginx.url("/ts/signed.m3u8")
-        let refused = try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cacheDir], expect: 3)
+        let refused = try mprobe(
+            ["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cacheDir], expect: 3)
         XCTAssertTrue(refused.stderr.contains("HTTP 403"), refused.stderr)
         nginx.clearLog()
-        try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "-H", "X-Token: s3cret", "--cache-dir", cacheDir])
+        try mprobe([
+            "prefetch", url, "--start", "5", "--seconds", "4", "-H", "X-Token: s3cret", "--cache-dir", cacheDir,
+        ])
         let log = try nginx.accessLog()
-        XCTAssertEqual(log.map(\.status), Array(repeating: 206, count: 4), "the playlist and three segments, each with the header")
+        XCTAssertEqual(
+            log.map(\.status), Array(repeating: 206, count: 4), "the playlist and three segments, each with the header")
         XCTAssertEqual(log.filter { $0.path.hasSuffix(".ts?sig=abc&exp=1") }.count, 3, "\(log.map(\.path))")
         let check = try mprobe(["check", url, "--start", "5", "--seconds", "4", "--offline", "--cache-dir", cacheDir])
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
@@ -203,7 +253,8 @@ final class HLSTests: CLITestCase {
             "live.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:40\n" + segment + segment,
             "self.m3u8": "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\nself.m3u8\n",
             "loop.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nloop.m3u8\n#EXT-X-ENDLIST\n",
-            "missing.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + segment + "#EXTINF:2.0,\nnowhere.ts\n#EXT-X-ENDLIST\n",
+            "missing.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + segment
+                + "#EXTINF:2.0,\nnowhere.ts\n#EXT-X-ENDLIST\n",
             "local.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nfile:///etc/passwd\n#EXT-X-ENDLIST\n",
             "nonsense.m3u8": "#EXTM3U\n#EXTINF:two seconds,\nseg.ts\n#EXT-X-ENDLIST\n",
         ]
@@ -213,7 +264,8 @@ final class HLSTests: CLITestCase {
         let live = try json(try mprobe([nginx.url("/bad/live.m3u8"), "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(live["live"] as? Bool, true)
         for command in [["prefetch"], ["thumbs", "--out", dir.file("live")], ["check"]] {
-            let refused = try mprobe([command[0], nginx.url("/bad/live.m3u8")] + command.dropFirst() + ["--cache-dir", cacheDir], expect: 5)
+            let refused = try mprobe(
+                [command[0], nginx.url("/bad/live.m3u8")] + command.dropFirst() + ["--cache-dir", cacheDir], expect: 5)
             XCTAssertTrue(refused.stderr.contains("a live stream"), "\(command): \(refused.stderr)")
         }
 
@@ -225,8 +277,9 @@ final class HLSTests: CLITestCase {
             ("nonsense.m3u8", [], 5, "not a number of seconds"),
         ]
         for (name, command, status, words) in expectations {
-            let r = try mprobe((command.isEmpty ? [] : [command[0]]) + [nginx.url("/bad/" + name)] + command.dropFirst()
-                               + ["--cache-dir", cacheDir], expect: status)
+            let r = try mprobe(
+                (command.isEmpty ? [] : [command[0]]) + [nginx.url("/bad/" + name)] + command.dropFirst()
+                    + ["--cache-dir", cacheDir], expect: status)
             XCTAssertTrue(r.stderr.contains(words), "\(name): \(r.stderr)")
         }
     }

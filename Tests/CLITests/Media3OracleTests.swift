@@ -45,16 +45,25 @@ final class Media3OracleTests: CLITestCase {
     }
 
     private func planTracks(_ file: String) throws -> [(Int, Int)] {
-        let plan = try json(try mprobe(["prefetch", file, "--plan", "--tracks", "all", "--start", "0", "--seconds", "1000000",
-                                        "--json", "--cache-dir", cacheDir]))
+        let plan = try json(
+            try mprobe([
+                "prefetch", file, "--plan", "--tracks", "all", "--start", "0", "--seconds", "1000000",
+                "--json", "--cache-dir", cacheDir,
+            ]))
         XCTAssertEqual(plan["estimated"] as? Bool, false, file)
-        return (plan["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int ?? -1, $0["bytes"] as? Int ?? -1) }
+        return (plan["tracks"] as? [[String: Any]] ?? []).map {
+            ($0["samples"] as? Int ?? -1, $0["bytes"] as? Int ?? -1)
+        }
     }
 
     func testWholeFilePlansCountTheSamplesMedia3Counts() throws {
-        let dumps = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.appendingPathComponent("dumps").path)
-            .filter { $0.hasSuffix(".0.dump") }.sorted()
-        let indexed = dumps.filter { [".mp4", ".mov", ".mkv", ".mka", ".mp3"].contains(where: $0.dropLast(".0.dump".count).hasSuffix) }
+        let dumps = try FileManager.default.contentsOfDirectory(
+            atPath: Self.corpus.appendingPathComponent("dumps").path
+        )
+        .filter { $0.hasSuffix(".0.dump") }.sorted()
+        let indexed = dumps.filter {
+            [".mp4", ".mov", ".mkv", ".mka", ".mp3"].contains(where: $0.dropLast(".0.dump".count).hasSuffix)
+        }
         XCTAssertGreaterThanOrEqual(indexed.count, 22, "the corpus carries its dumps")
         var matched = 0
         for dump in indexed {
@@ -64,8 +73,9 @@ final class Media3OracleTests: CLITestCase {
             let (a, b) = (Set(theirs.map { "\($0.0)/\($0.1)" }), Set(ours.map { "\($0.0)/\($0.1)" }))
             switch Self.known[name] {
             case nil:
-                XCTAssertEqual(ours.map { [$0.0, $0.1] }.sorted { $0.lexicographicallyPrecedes($1) },
-                               theirs.map { [$0.0, $0.1] }.sorted { $0.lexicographicallyPrecedes($1) }, name)
+                XCTAssertEqual(
+                    ours.map { [$0.0, $0.1] }.sorted { $0.lexicographicallyPrecedes($1) },
+                    theirs.map { [$0.0, $0.1] }.sorted { $0.lexicographicallyPrecedes($1) }, name)
                 matched += 1
             case .media3HasMore(let what):
                 XCTAssertTrue(b.isStrictSubset(of: a), "\(name) (\(what)): ours \(ours), Media3 \(theirs)")
@@ -73,12 +83,16 @@ final class Media3OracleTests: CLITestCase {
                 XCTAssertTrue(a.isStrictSubset(of: b), "\(name) (\(what)): ours \(ours), Media3 \(theirs)")
             case .media3Rewrites(let what):
                 XCTAssertEqual(ours.map(\.0).sorted(), theirs.map(\.0).sorted(), "\(name) (\(what))")
-                XCTAssertEqual(a.subtracting(b).count, 1, "\(name) (\(what)): one track's bytes differ, ours \(ours), Media3 \(theirs)")
+                XCTAssertEqual(
+                    a.subtracting(b).count, 1,
+                    "\(name) (\(what)): one track's bytes differ, ours \(ours), Media3 \(theirs)")
             case .editListTrims:
                 XCTAssertEqual(ours.count, theirs.count, name)
-                for (o, t) in zip(ours, theirs) { XCTAssertGreaterThan(o.0, t.0, name); XCTAssertGreaterThan(o.1, t.1, name) }
+                for (o, t) in zip(ours, theirs) {
+                    XCTAssertGreaterThan(o.0, t.0, name); XCTAssertGreaterThan(o.1, t.1, name)
+                }
             }
         }
-        XCTAssertGreaterThanOrEqual(matched, 17) // 14 ISO-BMFF, 2 Matroska, 1 MP3
+        XCTAssertGreaterThanOrEqual(matched, 17)  // 14 ISO-BMFF, 2 Matroska, 1 MP3
     }
 }

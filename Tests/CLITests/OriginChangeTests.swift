@@ -21,13 +21,16 @@ final class OriginChangeTests: CLITestCase {
         _ = try writeFile("www/m.bin", v1)
         let nginx = try NginxServer(root: dir.file("www"))
         let url = nginx.url("/m.bin")
-        XCTAssertTrue(try mprobe(["cat", url, "--range", "0-14999999", "--cache-dir", cacheDir]).stdout == Array(v1[0..<15_000_000]))
+        XCTAssertTrue(
+            try mprobe(["cat", url, "--range", "0-14999999", "--cache-dir", cacheDir]).stdout
+                == Array(v1[0..<15_000_000]))
         try replace("m.bin", with: v2)
         let whole = try mprobe(["cat", url, "--cache-dir", cacheDir])
         XCTAssertEqual(whole.stdout.count, v2.count)
         XCTAssertTrue(whole.stdout == v2, "all of the new version, none of the old")
         XCTAssertTrue(whole.stderr.contains("changed on the server"), whole.stderr)
-        XCTAssertFalse(whole.stderr.contains("ignores range"), "a changed file is not a server ignoring ranges: \(whole.stderr)")
+        XCTAssertFalse(
+            whole.stderr.contains("ignores range"), "a changed file is not a server ignoring ranges: \(whole.stderr)")
     }
 
     func testAChangeAfterBytesWereWrittenIsExitThreeNotMixedOutput() throws {
@@ -45,11 +48,15 @@ final class OriginChangeTests: CLITestCase {
         let body = randomBytes(5000, seed: 55)
         let server = try FaultServer()
         // Content-Length claims more than the body: the transfer breaks after its last byte.
-        server.route("/long", .fixed(status: 206, headers: [("Content-Range", "bytes 1000-1999/5000")],
-                                     body: Array(body[1000..<2000]), contentLength: 2000))
+        server.route(
+            "/long",
+            .fixed(
+                status: 206, headers: [("Content-Range", "bytes 1000-1999/5000")],
+                body: Array(body[1000..<2000]), contentLength: 2000))
         server.route("/refuse", .fixed(status: 416, headers: [("Content-Range", "bytes */5000")], body: []))
         for path in ["/long", "/refuse"] {
-            let result = try mprobe(["cat", server.url(path), "--range", "1000-1999", "--cache-dir", cacheDir], expect: 3)
+            let result = try mprobe(
+                ["cat", server.url(path), "--range", "1000-1999", "--cache-dir", cacheDir], expect: 3)
             XCTAssertTrue(result.stdout.isEmpty, path)
             XCTAssertTrue(result.stderr.contains(server.url(path)), result.stderr)
         }
@@ -58,7 +65,8 @@ final class OriginChangeTests: CLITestCase {
 
     func testAnEncodedBodyIsNeverStoredAsTheFile() throws {
         let server = try FaultServer()
-        server.route("/gz", .fixed(status: 200, headers: [("Content-Encoding", "gzip")], body: randomBytes(3000, seed: 56)))
+        server.route(
+            "/gz", .fixed(status: 200, headers: [("Content-Encoding", "gzip")], body: randomBytes(3000, seed: 56)))
         let result = try mprobe(["cat", server.url("/gz"), "--cache-dir", cacheDir], expect: 3)
         XCTAssertTrue(result.stderr.contains("Content-Encoding: gzip"), result.stderr)
         XCTAssertTrue(try cachedRanges(server.url("/gz")).isEmpty)
@@ -66,8 +74,10 @@ final class OriginChangeTests: CLITestCase {
 
     func testAHostileSizeDoesNotPoisonTheCache() throws {
         let server = try FaultServer()
-        server.route("/v", .fixed(status: 206, headers: [("Content-Range", "bytes 0-65535/-5")], body: randomBytes(65_536, seed: 57)))
-        for _ in 0..<2 { // a probe asks for exactly bytes 0-65535: before, it stored the size -5 and trapped
+        server.route(
+            "/v",
+            .fixed(status: 206, headers: [("Content-Range", "bytes 0-65535/-5")], body: randomBytes(65_536, seed: 57)))
+        for _ in 0..<2 {  // a probe asks for exactly bytes 0-65535: before, it stored the size -5 and trapped
             let result = try mprobe([server.url("/v"), "--cache-dir", cacheDir], expect: 3)
             XCTAssertTrue(result.stderr.contains("Content-Range"), result.stderr)
         }

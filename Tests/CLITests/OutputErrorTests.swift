@@ -29,7 +29,8 @@ final class OutputErrorTests: CLITestCase {
     func testAClosedPipeEndsQuietly() throws {
         let (nginx, url) = try served("p.bin", randomBytes(20_000_000, seed: 42))
         defer { nginx.stop() }
-        let cat = try shell("\"$MP\" cat '\(url)' --cache-dir \"$D\" | head -c 1000 > /dev/null; echo \"rc=${PIPESTATUS[0]}\"")
+        let cat = try shell(
+            "\"$MP\" cat '\(url)' --cache-dir \"$D\" | head -c 1000 > /dev/null; echo \"rc=${PIPESTATUS[0]}\"")
         XCTAssertTrue(cat.stdoutString.contains("rc=0"), cat.stdoutString + cat.stderr)
         XCTAssertFalse(cat.stderr.contains("mprobe:"), cat.stderr)
         let inputs = Array(repeating: "'\(samplePath("faststart.mp4"))'", count: 50).joined(separator: " ")

@@ -9,10 +9,14 @@ final class PrefetchCommandTests: CLITestCase {
     func makeMedia(_ name: String = "v.mp4", pattern: String = "testsrc2=size=480x270:rate=25") throws -> String {
         let www = dir.file("www")
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
-        let r = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                                                   pattern, "-f", "lavfi", "-i", "sine=frequency=440",
-                                                   "-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25",
-                                                   "-c:a", "aac", www + "/" + name], timeout: 120)
+        let r = try runProcess(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                pattern, "-f", "lavfi", "-i", "sine=frequency=440",
+                "-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25",
+                "-c:a", "aac", www + "/" + name,
+            ], timeout: 120)
         XCTAssertEqual(r.status, 0, r.stderr)
         return www
     }
@@ -20,18 +24,22 @@ final class PrefetchCommandTests: CLITestCase {
     func testPrefetchThenPlaybackStartsOffline() throws {
         let nginx = try NginxServer(root: try makeMedia())
         let url = nginx.url("/v.mp4")
-        let plan = try json(try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--plan", "--json", "--cache-dir", cacheDir]))
+        let plan = try json(
+            try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--plan", "--json", "--cache-dir", cacheDir])
+        )
         XCTAssertEqual(plan["fetched"] as? Bool, false)
         XCTAssertGreaterThan((plan["missing"] as? [Any])?.count ?? 0, 0, "the plan lists what it would fetch")
 
-        let result = try json(try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cacheDir]))
+        let result = try json(
+            try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cacheDir]))
         let tracks = try XCTUnwrap(result["tracks"] as? [[String: Any]])
         XCTAssertEqual(tracks.map { $0["type"] as? String }, ["video", "audio"])
         for t in tracks {
             let buffered = try XCTUnwrap(t["buffered"] as? [[String: Double]])
             XCTAssertTrue(buffered.contains { $0["start"]! <= 5 && $0["end"]! >= 9 }, "\(buffered)")
         }
-        let human = try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cacheDir]).stdoutString
+        let human = try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--cache-dir", cacheDir])
+            .stdoutString
         XCTAssertTrue(human.contains("0 missing ranges"), human)
 
         let ranges = try json(try mprobe(["cache", "ranges", url, "--json", "--cache-dir", cacheDir]))
@@ -39,9 +47,12 @@ final class PrefetchCommandTests: CLITestCase {
 
         nginx.stop()
         XCTAssertTrue(try mprobe(["probe", url, "--offline", "--cache-dir", cacheDir]).stdoutString.contains("h264"))
-        let check = try json(try mprobe(["check", url, "--start", "5", "--seconds", "4", "--offline", "--json", "--cache-dir", cacheDir]))
+        let check = try json(
+            try mprobe(["check", url, "--start", "5", "--seconds", "4", "--offline", "--json", "--cache-dir", cacheDir])
+        )
         XCTAssertEqual(check["ok"] as? Bool, true)
-        let miss = try mprobe(["check", url, "--start", "15", "--seconds", "2", "--offline", "--cache-dir", cacheDir], expect: 4)
+        let miss = try mprobe(
+            ["check", url, "--start", "15", "--seconds", "2", "--offline", "--cache-dir", cacheDir], expect: 4)
         XCTAssertTrue(miss.stderr.contains("offline: bytes"), miss.stderr)
     }
 
@@ -52,7 +63,8 @@ final class PrefetchCommandTests: CLITestCase {
         let inputs = [nginx.url("/v.mp4"), nginx.url("/nope.mp4"), nginx.url("/w.mp4")]
         let list = dir.file("list.txt")
         try inputs.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
-        let r = try mprobe(["prefetch", "-i", list, "-j", "2", "--seconds", "2", "--json", "--cache-dir", cacheDir], expect: 1)
+        let r = try mprobe(
+            ["prefetch", "-i", list, "-j", "2", "--seconds", "2", "--json", "--cache-dir", cacheDir], expect: 1)
         let lines = r.stdoutString.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
@@ -66,12 +78,15 @@ final class PrefetchCommandTests: CLITestCase {
         let www = try makeMedia()
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: www + "/v.mp4")))
         // Overwrite a stretch of sample data in the middle with garbage: the moov stays valid.
-        for i in stride(from: bytes.count / 2, to: bytes.count / 2 + 60_000, by: 1) { bytes[i] = UInt8(truncatingIfNeeded: i &* 7919) }
+        for i in stride(from: bytes.count / 2, to: bytes.count / 2 + 60_000, by: 1) {
+            bytes[i] = UInt8(truncatingIfNeeded: i &* 7919)
+        }
         try Data(bytes).write(to: URL(fileURLWithPath: www + "/bad.mp4"))
         let nginx = try NginxServer(root: www)
         let good = try mprobe(["check", nginx.url("/v.mp4"), "--seconds", "20", "--cache-dir", cacheDir])
         XCTAssertTrue(good.stdoutString.contains("plays"), good.stdoutString)
-        let bad = try mprobe(["check", nginx.url("/bad.mp4"), "--seconds", "20", "--json", "--cache-dir", cacheDir], expect: 5)
+        let bad = try mprobe(
+            ["check", nginx.url("/bad.mp4"), "--seconds", "20", "--json", "--cache-dir", cacheDir], expect: 5)
         XCTAssertEqual(try json(bad)["ok"] as? Bool, false)
     }
 
@@ -88,10 +103,13 @@ final class PrefetchCommandTests: CLITestCase {
             let tracks = try XCTUnwrap(early["tracks"] as? [[String: Any]])
             for track in tracks {
                 let buffered = try XCTUnwrap(track["buffered"] as? [[String: Double]])
-                XCTAssertLessThan(buffered.last?["end"] ?? 99, 3.5, "\(input): only what the file holds is buffered: \(buffered)")
+                XCTAssertLessThan(
+                    buffered.last?["end"] ?? 99, 3.5, "\(input): only what the file holds is buffered: \(buffered)")
             }
             let late = try mprobe(["prefetch", input, "--seconds", "4", "--cache-dir", cacheDir], expect: 5)
-            XCTAssertTrue(late.stderr.contains("but the file ends at \(whole.count * 6 / 10): it is truncated"), "\(input): \(late.stderr)")
+            XCTAssertTrue(
+                late.stderr.contains("but the file ends at \(whole.count * 6 / 10): it is truncated"),
+                "\(input): \(late.stderr)")
         }
     }
 
@@ -99,8 +117,10 @@ final class PrefetchCommandTests: CLITestCase {
         let nginx = try NginxServer(root: try makeMedia())
         let url = nginx.url("/v.mp4")
         // Bigger than the cache limit: streamed through memory, so nothing would remain for playback.
-        let tooBig = try mprobe(["prefetch", url, "--seconds", "4", "--max-cache-size", "100K", "--cache-dir", cacheDir], expect: 6)
-        XCTAssertTrue(tooBig.stderr.contains("cache limit") && tooBig.stderr.contains("--max-cache-size"), tooBig.stderr)
+        let tooBig = try mprobe(
+            ["prefetch", url, "--seconds", "4", "--max-cache-size", "100K", "--cache-dir", cacheDir], expect: 6)
+        XCTAssertTrue(
+            tooBig.stderr.contains("cache limit") && tooBig.stderr.contains("--max-cache-size"), tooBig.stderr)
         XCTAssertFalse(tooBig.stdoutString.contains("cached"), tooBig.stdoutString)
         let noCache = try mprobe(["prefetch", url, "--no-cache"], expect: 2)
         XCTAssertTrue(noCache.stderr.contains("--no-cache"), noCache.stderr)
@@ -114,13 +134,14 @@ final class PrefetchCommandTests: CLITestCase {
         let server = try FaultServer()
         server.route("/v.mp4", .serve(body: v1, etag: "\"one\""))
         let url = server.url("/v.mp4")
-        try mprobe(["probe", url, "--cache-dir", cacheDir]) // the header of v1 is cached
+        try mprobe(["probe", url, "--cache-dir", cacheDir])  // the header of v1 is cached
         server.route("/v.mp4", .serve(body: v2, etag: "\"two\""))
         // The plan comes from the cached moov of v1; its samples are asked for with If-Range "one",
         // the origin answers with v2: the job must start over on v2, not fetch v2's bytes at v1's offsets.
         let prefetch = try json(try mprobe(["prefetch", url, "--seconds", "2", "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual((prefetch["tracks"] as? [[String: Any]])?.count, 2)
-        let check = try json(try mprobe(["check", url, "--seconds", "2", "--offline", "--json", "--cache-dir", cacheDir]))
+        let check = try json(
+            try mprobe(["check", url, "--seconds", "2", "--offline", "--json", "--cache-dir", cacheDir]))
         XCTAssertEqual(check["ok"] as? Bool, true, "\(check)")
         let probed = try json(try mprobe(["probe", url, "--json", "--offline", "--cache-dir", cacheDir]))
         XCTAssertEqual(probed["size"] as? Int, v2.count, "the cache holds v2 only")

@@ -42,26 +42,35 @@ final class ProbeBoundTests: CLITestCase {
             ("stream.ts", ["-f", "mpegts"]),
         ]
         for (name, muxing) in layouts {
-            let remux = try runProcess("ffmpeg", ["-v", "error", "-i", dir.file("rec.mp4"), "-c", "copy"] + muxing + [www + "/" + name])
+            let remux = try runProcess(
+                "ffmpeg", ["-v", "error", "-i", dir.file("rec.mp4"), "-c", "copy"] + muxing + [www + "/" + name])
             XCTAssertEqual(remux.status, 0, remux.stderr)
         }
         // Written to a pipe, as a browser's MediaRecorder writes WebM: no Cues, no duration.
-        let piped = try runProcess("/bin/sh", ["-c", "ffmpeg -v error -i \"$0\" -c copy -f matroska - > \"$1\"",
-                                               dir.file("rec.mp4"), www + "/no-cues.mkv"])
+        let piped = try runProcess(
+            "/bin/sh",
+            [
+                "-c", "ffmpeg -v error -i \"$0\" -c copy -f matroska - > \"$1\"",
+                dir.file("rec.mp4"), www + "/no-cues.mkv",
+            ])
         XCTAssertEqual(piped.status, 0, piped.stderr)
         let nginx = try NginxServer(root: www)
         for name in layouts.map(\.0) + ["no-cues.mkv"] {
             let path = www + "/" + name
-            XCTAssertGreaterThan(try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64), 8 << 20, name)
+            XCTAssertGreaterThan(
+                try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64), 8 << 20, name)
             nginx.clearLog()
-            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            let probe = try json(
+                try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
             let log = try nginx.accessLog()
             let ranges = log.map { $0.range ?? "-" }
             XCTAssertLessThanOrEqual(log.count, 3, "\(name): \(ranges)")
-            XCTAssertLessThanOrEqual(log.reduce(0) { $0 + $1.bodyBytesSent }, try headerAndIndex(path) + (256 << 10), "\(name): \(ranges)")
+            XCTAssertLessThanOrEqual(
+                log.reduce(0) { $0 + $1.bodyBytesSent }, try headerAndIndex(path) + (256 << 10), "\(name): \(ranges)")
             // ffprobe states none for the piped file: the last Cluster's time, within a frame of the recording's.
             let peer = try ffprobeDuration(name == "no-cues.mkv" ? www + "/cues.mkv" : path)
-            XCTAssertEqual(probe["duration"] as? Double ?? -1, peer, accuracy: name == "no-cues.mkv" ? 0.05 : 0.001, name)
+            XCTAssertEqual(
+                probe["duration"] as? Double ?? -1, peer, accuracy: name == "no-cues.mkv" ? 0.05 : 0.001, name)
         }
     }
 
@@ -79,20 +88,31 @@ final class ProbeBoundTests: CLITestCase {
     func testProbesWithinTheBoundKeepFFprobesFields() throws {
         let www = dir.file("www")
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
-        let mkv = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=25:d=6", "-f", "lavfi",
-                                            "-i", "sine=f=440:r=48000:d=6", "-ac", "6", "-c:v", "libx264", "-preset", "ultrafast",
-                                            "-c:a", "ac3", www + "/b.mkv"])
+        let mkv = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=25:d=6", "-f", "lavfi",
+                "-i", "sine=f=440:r=48000:d=6", "-ac", "6", "-c:v", "libx264", "-preset", "ultrafast",
+                "-c:a", "ac3", www + "/b.mkv",
+            ])
         XCTAssertEqual(mkv.status, 0, mkv.stderr)
         // 11 MB in 15 fragments: many enough for the probe to read the timeline, not libavformat.
-        let dash = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=30,noise=alls=40:allf=t",
-                                             "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "60", "-b:v", "3M",
-                                             "-movflags", "dash+global_sidx", www + "/a.mp4"])
+        let dash = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=30,noise=alls=40:allf=t",
+                "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "60", "-b:v", "3M",
+                "-movflags", "dash+global_sidx", www + "/a.mp4",
+            ])
         XCTAssertEqual(dash.status, 0, dash.stderr)
         let nginx = try NginxServer(root: www)
         for name in ["b.mkv", "a.mp4"] {
-            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
-            let peer = try FFprobeOracle.run(["-v", "error", "-show_entries", "format=start_time:stream=channel_layout,bit_rate",
-                                              "-of", "json", www + "/" + name])
+            let probe = try json(
+                try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            let peer = try FFprobeOracle.run([
+                "-v", "error", "-show_entries", "format=start_time:stream=channel_layout,bit_rate",
+                "-of", "json", www + "/" + name,
+            ])
             let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(peer.stdout)) as? [String: Any])
             let start = Double((object["format"] as? [String: Any])?["start_time"] as? String ?? "")
             XCTAssertEqual(probe["start_time"] as? Double ?? -1, try XCTUnwrap(start, name), accuracy: 0.000_01, name)

@@ -33,8 +33,10 @@ final class ProbeCommandTests: CLITestCase {
         XCTAssertEqual(j["fragmented"] as? Bool, false)
         let tracks = try XCTUnwrap(j["tracks"] as? [[String: Any]])
         XCTAssertEqual(tracks.map { $0["type"] as? String }, ["video", "audio"])
-        for key in ["index", "type", "codec", "profile", "width", "height", "frame_rate", "pixel_format", "sample_rate",
-                    "channels", "channel_layout", "language", "bit_rate", "duration", "frames", "rotation", "default"] {
+        for key in [
+            "index", "type", "codec", "profile", "width", "height", "frame_rate", "pixel_format", "sample_rate",
+            "channels", "channel_layout", "language", "bit_rate", "duration", "frames", "rotation", "default",
+        ] {
             XCTAssertTrue(tracks[0].keys.contains(key), key)
         }
         XCTAssertEqual(tracks[1]["language"] as? String, "eng")
@@ -49,21 +51,27 @@ final class ProbeCommandTests: CLITestCase {
 
     func testBatchKeepsInputOrderAndReportsEachFailure() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
-        let inputs = [nginx.url("/faststart.mp4"), nginx.url("/missing.mp4"), CLITestCase.samplesDirectory + "/sample.webm",
-                      nginx.url("/moov-at-end.mp4"), CLITestCase.samplesDirectory + "/sample.mp3"]
+        let inputs = [
+            nginx.url("/faststart.mp4"), nginx.url("/missing.mp4"), CLITestCase.samplesDirectory + "/sample.webm",
+            nginx.url("/moov-at-end.mp4"), CLITestCase.samplesDirectory + "/sample.mp3",
+        ]
         let result = try mprobe(["probe", "--json", "-j", "3", "--cache-dir", cacheDir] + inputs, expect: 1)
-        let lines = result.stdoutString.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let lines = result.stdoutString.split(separator: "\n").map {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
         XCTAssertEqual(lines.map { $0?["url"] as? String }, inputs, "JSON Lines in input order")
         XCTAssertNotNil(lines[1]?["error"])
         XCTAssertEqual(lines[1]?["exit_code"] as? Int, 3)
         XCTAssertTrue(result.stderr.contains("HTTP 404") && result.stderr.contains(inputs[1]), result.stderr)
         // The same list from a file and from stdin.
         let list = dir.file("list.txt")
-        try (["# inputs", inputs[0], "", inputs[2]].joined(separator: "\n")).write(toFile: list, atomically: true, encoding: .utf8)
+        try (["# inputs", inputs[0], "", inputs[2]].joined(separator: "\n")).write(
+            toFile: list, atomically: true, encoding: .utf8)
         let fromFile = try mprobe(["probe", "--json", "-i", list, "--cache-dir", cacheDir])
         XCTAssertEqual(fromFile.stdoutString.split(separator: "\n").count, 2)
-        let fromStdin = try runProcess(try mprobeBinary(), ["probe", "--json", "-i", "-", "--cache-dir", cacheDir],
-                                       stdin: Array((inputs[2] + "\n" + inputs[4] + "\n").utf8))
+        let fromStdin = try runProcess(
+            try mprobeBinary(), ["probe", "--json", "-i", "-", "--cache-dir", cacheDir],
+            stdin: Array((inputs[2] + "\n" + inputs[4] + "\n").utf8))
         XCTAssertEqual(fromStdin.status, 0, fromStdin.stderr)
         XCTAssertEqual(fromStdin.stdoutString.split(separator: "\n").count, 2)
     }
@@ -105,7 +113,10 @@ final class ProbeCommandTests: CLITestCase {
         _ = try writeFile("www/empty.mp3", [])
         let nginx = try NginxServer(root: dir.file("www"))
         for input in [empty, nginx.url("/empty.mp4"), nginx.url("/empty.mp3")] {
-            for command in [["probe"], ["check"], ["prefetch", "--seconds", "1"], ["thumbs", "--count", "1", "--out", dir.file("t")]] {
+            for command in [
+                ["probe"], ["check"], ["prefetch", "--seconds", "1"],
+                ["thumbs", "--count", "1", "--out", dir.file("t")],
+            ] {
                 let r = try mprobe(command + [input, "--cache-dir", cacheDir], expect: 5)
                 XCTAssertTrue(r.stderr.contains("empty (0 bytes)"), "\(command) \(input): \(r.stderr)")
             }
@@ -119,7 +130,8 @@ final class ProbeCommandTests: CLITestCase {
         let files = [
             "master.m3u8": "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360\nlow/index.m3u8\n",
             "media.m3u8": "\u{FEFF}#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nseg0.ts\n#EXT-X-ENDLIST\n",
-            "a.mpd": #"<?xml version="1.0"?><!-- made by a packager --><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><Period/></MPD>"#,
+            "a.mpd":
+                #"<?xml version="1.0"?><!-- made by a packager --><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"><Period/></MPD>"#,
         ]
         for (name, text) in files { _ = try writeFile("www/" + name, Array(text.utf8)) }
         let nginx = try NginxServer(root: dir.file("www"))
@@ -127,12 +139,14 @@ final class ProbeCommandTests: CLITestCase {
             let kind = name.hasSuffix(".mpd") ? "a DASH manifest" : "an HLS playlist"
             for input in [dir.file("www/" + name), nginx.url("/" + name)] {
                 let r = try mprobe(["probe", "--of", "ffprobe", input, "--cache-dir", cacheDir], expect: 5)
-                XCTAssertTrue(r.stderr.contains(kind + "; this command does not read HLS or DASH"), "\(input): \(r.stderr)")
+                XCTAssertTrue(
+                    r.stderr.contains(kind + "; this command does not read HLS or DASH"), "\(input): \(r.stderr)")
             }
         }
         // A manifest without a Representation is said to be one, not media.
         let empty = try mprobe([dir.file("www/a.mpd"), "--cache-dir", cacheDir], expect: 5)
-        XCTAssertTrue(empty.stderr.contains("not a usable playlist or manifest: no video or audio Representation"), empty.stderr)
+        XCTAssertTrue(
+            empty.stderr.contains("not a usable playlist or manifest: no video or audio Representation"), empty.stderr)
         // Text that only mentions a playlist is not one.
         _ = try writeFile("www/notes.txt", Array("see #EXTM3U and <MPD> below".utf8))
         let r = try mprobe(["probe", dir.file("www/notes.txt"), "--cache-dir", cacheDir], expect: 5)

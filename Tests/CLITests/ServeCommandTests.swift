@@ -30,7 +30,8 @@ final class ServeCommandTests: CLITestCase {
                 }
                 usleep(20_000)
             }
-            throw TestSupportError.serverFailedToStart("mprobe serve: " + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+            throw TestSupportError.serverFailedToStart(
+                "mprobe serve: " + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
         }
 
         var base: String { "http://127.0.0.1:\(port)" }
@@ -62,7 +63,9 @@ final class ServeCommandTests: CLITestCase {
         deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
     }
 
-    func waitForJob(_ server: Server, _ id: String, headers: [String: String] = [:], timeout: Double = 60) throws -> [String: Any] {
+    func waitForJob(
+        _ server: Server, _ id: String, headers: [String: String] = [:], timeout: Double = 60
+    ) throws -> [String: Any] {
         try server.waitForJob(id, headers: headers, timeout: timeout)
     }
 
@@ -76,15 +79,19 @@ final class ServeCommandTests: CLITestCase {
         let huge = try writeFile("huge-token", Array(String(repeating: "t", count: 70_000).utf8))
         let cases: [([String], String)] = [
             (["--token-file", blank], "holds no token"), (["--token-file", empty], "holds no token"),
-            (["--token-file", emptyLine], "its first line holds no token"), (["--token-file", huge], "more than a request can carry"),
+            (["--token-file", emptyLine], "its first line holds no token"),
+            (["--token-file", huge], "more than a request can carry"),
             (["--token", "a\u{7}b"], "control character"),
             (["--token", "  "], "--token holds no token"), (["--token", "a", "--token-file", blank], "only one of"),
             (["-H", "Authorization: Bearer x"], "--header-for HOST"), (["--header-file", blank], "--header-for HOST"),
-            (["--header-for", "media.example.com"], "needs two values"), (["--header-for", "a/b", "X: y"], "--header-for needs a host"),
-            (["--public-host", "a:b:c", "--token", "t"], "--public-host needs NAME"), (["--allow-origin", "https://app.example.com/path"], "--allow-origin needs"),
+            (["--header-for", "media.example.com"], "needs two values"),
+            (["--header-for", "a/b", "X: y"], "--header-for needs a host"),
+            (["--public-host", "a:b:c", "--token", "t"], "--public-host needs NAME"),
+            (["--allow-origin", "https://app.example.com/path"], "--allow-origin needs"),
             (["--listen", "0.0.0.0:0"], "give --token"), (["--listen", "[::]:0"], "give --token"),
             (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
-            (["--token-file", dir.file("missing")], "cannot read it"), (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),
+            (["--token-file", dir.file("missing")], "cannot read it"),
+            (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),
         ]
         for (args, message) in cases {
             let result = try mprobe(["serve", "--cache-dir", cacheDir] + args, expect: 2)
@@ -103,9 +110,12 @@ final class ServeCommandTests: CLITestCase {
         allowed.route("/hop", .redirect(to: inside.url("/latest/meta-data")))
         inside.route("/latest/meta-data", .serve(body: Array("secret-role-credentials".utf8)))
         let proxy = try TinyProxy()
-        let server = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(allowed.port)",
-                                 "--allow-host", "127.0.0.1:\(proxy.port)"], log: dir.file("serve.log"),
-                                environment: ["http_proxy": proxy.url, "HTTP_PROXY": proxy.url, "no_proxy": "", "NO_PROXY": ""])
+        let server = try Server(
+            [
+                "--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(allowed.port)",
+                "--allow-host", "127.0.0.1:\(proxy.port)",
+            ], log: dir.file("serve.log"),
+            environment: ["http_proxy": proxy.url, "HTTP_PROXY": proxy.url, "no_proxy": "", "NO_PROXY": ""])
         defer { server.stop() }
         let hop = try HTTPClient.request("GET", server.stream(allowed.url("/hop")))
         XCTAssertEqual(hop.status, 403, hop.text)
@@ -122,21 +132,25 @@ final class ServeCommandTests: CLITestCase {
     func testAPrefetchedWindowPlaysThroughTheProxyWithTheOriginGone() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let origin = nginx.url("/moov-at-end.mp4")
-        let server = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(nginx.port)", "--token", "t0k"],
-                                log: dir.file("serve.log"))
+        let server = try Server(
+            ["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(nginx.port)", "--token", "t0k"],
+            log: dir.file("serve.log"))
         defer { server.stop() }
         let auth = ["Authorization": "Bearer t0k"]
-        let submitted = try HTTPClient.request("POST", server.base + "/v1/jobs", headers: auth,
-                                               body: Array(#"{"type": "prefetch", "url": "\#(origin)", "start": 0, "seconds": 10}"#.utf8))
+        let submitted = try HTTPClient.request(
+            "POST", server.base + "/v1/jobs", headers: auth,
+            body: Array(#"{"type": "prefetch", "url": "\#(origin)", "start": 0, "seconds": 10}"#.utf8))
         XCTAssertEqual(submitted.status, 202, submitted.text)
         let id = try XCTUnwrap(try submitted.json()["id"] as? String)
         XCTAssertEqual(try waitForJob(server, id, headers: auth)["state"] as? String, "done")
         nginx.stop()
 
         let stream = server.stream(origin, token: "t0k")
-        let probe = try runProcess("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", stream])
+        let probe = try runProcess(
+            "ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", stream])
         XCTAssertEqual(probe.status, 0, probe.stderr)
-        XCTAssertEqual(Double(probe.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 4.0, accuracy: 0.01)
+        XCTAssertEqual(
+            Double(probe.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 4.0, accuracy: 0.01)
         let play = try runProcess("ffmpeg", ["-v", "error", "-i", stream, "-t", "10", "-f", "null", "-"])
         XCTAssertEqual(play.status, 0, play.stderr)
         XCTAssertTrue(play.stderr.isEmpty, play.stderr)
@@ -151,17 +165,23 @@ final class ServeCommandTests: CLITestCase {
         let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("moov-at-end.mp4"))))
         let origin = try FaultServer()
         // The first request hangs: the job is still running when the service is stopped.
-        origin.route("/v.mp4", .sequence([.stall(afterBytes: 0, seconds: 30, then: .serve(body: media)), .serve(body: media)]))
-        let first = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(origin.port)"], log: dir.file("first.log"))
-        let submitted = try HTTPClient.request("POST", first.base + "/v1/jobs",
-                                               body: Array(#"{"type": "prefetch", "url": "\#(origin.url("/v.mp4"))"}"#.utf8))
+        origin.route(
+            "/v.mp4", .sequence([.stall(afterBytes: 0, seconds: 30, then: .serve(body: media)), .serve(body: media)]))
+        let first = try Server(
+            ["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(origin.port)"], log: dir.file("first.log"))
+        let submitted = try HTTPClient.request(
+            "POST", first.base + "/v1/jobs",
+            body: Array(#"{"type": "prefetch", "url": "\#(origin.url("/v.mp4"))"}"#.utf8))
         let id = try XCTUnwrap(try submitted.json()["id"] as? String)
         let deadline = Date().addingTimeInterval(10)
-        while try HTTPClient.request("GET", first.base + "/v1/jobs/\(id)").json()["state"] as? String != "running", Date() < deadline {
+        while try HTTPClient.request("GET", first.base + "/v1/jobs/\(id)").json()["state"] as? String != "running",
+            Date() < deadline
+        {
             usleep(20_000)
         }
         XCTAssertEqual(first.stop(), 0)
-        let second = try Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(origin.port)"], log: dir.file("second.log"))
+        let second = try Server(
+            ["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(origin.port)"], log: dir.file("second.log"))
         defer { second.stop() }
         let job = try waitForJob(second, id)
         XCTAssertEqual(job["state"] as? String, "done", "\(job)")

@@ -13,7 +13,8 @@ final class ServeFrontDoorTests: CLITestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         media = try FaultServer()
-        media.route("/v.mp4", .serve(body: Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))))
+        media.route(
+            "/v.mp4", .serve(body: Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))))
     }
 
     override func tearDown() {
@@ -22,8 +23,9 @@ final class ServeFrontDoorTests: CLITestCase {
     }
 
     private func serve(_ args: [String] = [], listen: String? = nil) throws -> ServeCommandTests.Server {
-        try ServeCommandTests.Server(["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(media.port)"] + args,
-                                     log: dir.file("serve-\(UUID().uuidString).log"), listen: listen)
+        try ServeCommandTests.Server(
+            ["--cache-dir", cacheDir, "--allow-host", "127.0.0.1:\(media.port)"] + args,
+            log: dir.file("serve-\(UUID().uuidString).log"), listen: listen)
     }
 
     private func jobs(_ server: ServeCommandTests.Server) throws -> [[String: Any]] {
@@ -48,7 +50,9 @@ final class ServeFrontDoorTests: CLITestCase {
         let server = try serve()
         defer { server.stop() }
         let attacker = try FaultServer()
-        attacker.route("/attack.html", .serve(body: Array(try attackPage(service: server.base, media: mediaURL).utf8), contentType: "text/html"))
+        attacker.route(
+            "/attack.html",
+            .serve(body: Array(try attackPage(service: server.base, media: mediaURL).utf8), contentType: "text/html"))
         let browser = try Browser()
         defer { browser.close() }
         let page = try browser.newPage()
@@ -65,7 +69,11 @@ final class ServeFrontDoorTests: CLITestCase {
         }
         // A navigation the user began (Sec-Fetch-Site: none) that the page redirects to the service,
         // as it can again and again with history.back(): it may read, not make the service fetch.
-        attacker.route("/hop-probe", .redirect(to: server.base + "/v1/probe?url=" + (mediaURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")))
+        attacker.route(
+            "/hop-probe",
+            .redirect(
+                to: server.base + "/v1/probe?url="
+                    + (mediaURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")))
         attacker.route("/hop-stream", .redirect(to: server.stream(mediaURL)))
         attacker.route("/hop-jobs", .redirect(to: server.base + "/v1/jobs"))
         for hop in ["/hop-probe", "/hop-stream", "/hop-jobs"] { try page.navigate(attacker.url(hop)) }
@@ -75,14 +83,18 @@ final class ServeFrontDoorTests: CLITestCase {
         XCTAssertEqual(try jobs(server).count, 0, "no job exists")
         XCTAssertTrue(media.requests.isEmpty, "the service fetched nothing for the page: \(media.requests.map(\.path))")
         // The same requests from a program (no browser markers) and from the service's own page still work.
-        let made = try HTTPClient.request("POST", server.base + "/v1/jobs", body: Array(#"{"type":"prefetch","url":"\#(mediaURL)","seconds":1}"#.utf8))
+        let made = try HTTPClient.request(
+            "POST", server.base + "/v1/jobs", body: Array(#"{"type":"prefetch","url":"\#(mediaURL)","seconds":1}"#.utf8)
+        )
         XCTAssertEqual(made.status, 202, made.text)
         let own = try browser.newPage()
         try own.navigate(server.base + "/")
-        let status = try own.evaluate("""
-            fetch('/v1/jobs', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                               body: JSON.stringify({type: 'prefetch', url: \(try BrowserPage.quote(mediaURL)), seconds: 1})}).then(r => r.status)
-            """) as? Int
+        let status =
+            try own.evaluate(
+                """
+                fetch('/v1/jobs', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                                   body: JSON.stringify({type: 'prefetch', url: \(try BrowserPage.quote(mediaURL)), seconds: 1})}).then(r => r.status)
+                """) as? Int
         XCTAssertEqual(status, 202, "the dashboard's own origin may")
     }
 
@@ -151,60 +163,79 @@ final class ServeFrontDoorTests: CLITestCase {
             (["Content-Type": "text/plain"], 415, "unsupported_media_type"),
             (["Content-Type": "application/x-www-form-urlencoded"], 415, "unsupported_media_type"),
             (["Content-Type": "application/json,text/plain"], 415, "unsupported_media_type"),
-            (["Content-Type": "application/json; charset=utf-8", "Origin": own, "Sec-Fetch-Site": "same-origin"], 202, ""),
+            (
+                ["Content-Type": "application/json; charset=utf-8", "Origin": own, "Sec-Fetch-Site": "same-origin"],
+                202, ""
+            ),
             (["Origin": own.replacingOccurrences(of: "127.0.0.1", with: "localhost")], 403, "cross_origin"),
             ([:], 202, ""),
         ]
         for (headers, status, code) in cases {
             let reply = try HTTPClient.request("POST", own + "/v1/jobs", headers: headers, body: job)
             XCTAssertEqual(reply.status, status, "\(headers): \(reply.text)")
-            if !code.isEmpty { XCTAssertEqual((try reply.json()["error"] as? [String: Any])?["code"] as? String, code, "\(headers)") }
+            if !code.isEmpty {
+                XCTAssertEqual((try reply.json()["error"] as? [String: Any])?["code"] as? String, code, "\(headers)")
+            }
         }
         XCTAssertEqual(try jobs(server).count, 2, "only the two accepted jobs exist")
         let id = try XCTUnwrap(try jobs(server).first?["id"] as? String)
-        let delete = try HTTPClient.request("DELETE", own + "/v1/jobs/\(id)", headers: ["Origin": "http://evil.example"])
+        let delete = try HTTPClient.request(
+            "DELETE", own + "/v1/jobs/\(id)", headers: ["Origin": "http://evil.example"])
         XCTAssertEqual(delete.status, 403, delete.text)
         let clear = try HTTPClient.request("DELETE", own + "/v1/cache?url=x", headers: ["Sec-Fetch-Site": "same-site"])
         XCTAssertEqual(clear.status, 403, clear.text)
         // Reading from another origin's page: refused too (the page cannot read it, but it acts);
         // a browser that sends no Sec-Fetch-Site names the page in its Referer, and a navigation
         // the browser began by itself reads but does not fetch.
-        for headers in [["Sec-Fetch-Site": "cross-site"], ["Referer": "http://evil.example/page.html"],
-                        ["Sec-Fetch-Site": "none"], ["Origin": own + "?x"], ["Origin": "http://u@" + own.dropFirst("http://".count)]] {
+        for headers in [
+            ["Sec-Fetch-Site": "cross-site"], ["Referer": "http://evil.example/page.html"],
+            ["Sec-Fetch-Site": "none"], ["Origin": own + "?x"],
+            ["Origin": "http://u@" + own.dropFirst("http://".count)],
+        ] {
             let probe = try HTTPClient.request("GET", own + "/v1/probe?url=" + mediaURL, headers: headers)
             XCTAssertEqual(probe.status, 403, "\(headers): \(probe.text)")
         }
         XCTAssertEqual(try HTTPClient.request("GET", own + "/v1/jobs", headers: ["Sec-Fetch-Site": "none"]).status, 200)
-        XCTAssertEqual(try HTTPClient.request("GET", own + "/v1/jobs", headers: ["Referer": own + "/"]).status, 200, "the dashboard's own page")
+        XCTAssertEqual(
+            try HTTPClient.request("GET", own + "/v1/jobs", headers: ["Referer": own + "/"]).status, 200,
+            "the dashboard's own page")
         // What holds no data and does nothing is for every page: liveness, the dashboard, the API's description.
         for path in ["/healthz", "/", "/openapi.json"] {
-            XCTAssertEqual(try HTTPClient.request("GET", own + path, headers: ["Sec-Fetch-Site": "cross-site"]).status, 200, path)
+            XCTAssertEqual(
+                try HTTPClient.request("GET", own + path, headers: ["Sec-Fetch-Site": "cross-site"]).status, 200, path)
         }
     }
 
     /// DNS rebinding: only the listen address, localhost and `--public-host` names are answered.
     func testOnlyTheServicesOwnNamesAreAnswered() throws {
-        try mprobe(["serve", "--cache-dir", cacheDir, "--public-host", "media.example.com"], expect: 2) // a name needs a token
-        let server = try serve(["--token", "t", "--public-host", "media.example.com", "--public-host", "api.example.com:8443"])
+        try mprobe(["serve", "--cache-dir", cacheDir, "--public-host", "media.example.com"], expect: 2)  // a name needs a token
+        let server = try serve([
+            "--token", "t", "--public-host", "media.example.com", "--public-host", "api.example.com:8443",
+        ])
         defer { server.stop() }
         let port = server.port
         let auth = ["Authorization": "Bearer t"]
         let cases: [(String, Int)] = [
-            ("evil.example", 421), ("evil.example:\(port)", 421), ("127.0.0.1:\(port)", 200), ("localhost:\(port)", 200),
+            ("evil.example", 421), ("evil.example:\(port)", 421), ("127.0.0.1:\(port)", 200),
+            ("localhost:\(port)", 200),
             ("LOCALHOST:\(port)", 200), ("127.0.0.1", 200), ("127.0.0.1:\(port + 1)", 421), ("127.0.0.2:\(port)", 421),
-            ("media.example.com", 200), ("media.example.com:443", 200), ("api.example.com:8443", 200), ("api.example.com", 421),
+            ("media.example.com", 200), ("media.example.com:443", 200), ("api.example.com:8443", 200),
+            ("api.example.com", 421),
             ("sub.media.example.com", 421), ("media.example.com.evil.example", 421), ("127.0.0.1:\(port)@evil", 421),
             ("[::1]:\(port)", 421), ("a b", 421),
         ]
         for (host, status) in cases {
-            let reply = try HTTPClient.request("GET", server.base + "/v1/cache/resources", headers: ["Host": host].merging(auth) { $1 })
+            let reply = try HTTPClient.request(
+                "GET", server.base + "/v1/cache/resources", headers: ["Host": host].merging(auth) { $1 })
             XCTAssertEqual(reply.status, status, "Host: \(host): \(reply.text)")
             if status == 421 {
-                XCTAssertEqual((try reply.json()["error"] as? [String: Any])?["code"] as? String, "misdirected_request", host)
+                XCTAssertEqual(
+                    (try reply.json()["error"] as? [String: Any])?["code"] as? String, "misdirected_request", host)
             }
         }
         // The proxy too: a rebound page reading an allowed origin through the service.
-        let proxied = try HTTPClient.request("GET", server.stream(mediaURL, token: "t"), headers: ["Host": "evil.example:\(port)"])
+        let proxied = try HTTPClient.request(
+            "GET", server.stream(mediaURL, token: "t"), headers: ["Host": "evil.example:\(port)"])
         XCTAssertEqual(proxied.status, 421)
         XCTAssertTrue(media.requests.isEmpty)
     }
@@ -223,11 +254,13 @@ final class ServeFrontDoorTests: CLITestCase {
         attacker.stop()
         let server = try serve(listen: "127.0.0.1:\(port)")
         defer { server.stop() }
-        _ = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Range": "bytes=0-99"]) // something to read
-        let read = try page.evaluate("""
-            Promise.all(['/v1/cache/resources', '/v1/stream?url=' + encodeURIComponent(\(try BrowserPage.quote(mediaURL))), '/v1/jobs']
-              .map(path => fetch(path).then(r => r.status + ' ' + r.headers.get('content-type')).catch(e => 'failed ' + e)))
-            """) as? [String]
+        _ = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Range": "bytes=0-99"])  // something to read
+        let read =
+            try page.evaluate(
+                """
+                Promise.all(['/v1/cache/resources', '/v1/stream?url=' + encodeURIComponent(\(try BrowserPage.quote(mediaURL))), '/v1/jobs']
+                  .map(path => fetch(path).then(r => r.status + ' ' + r.headers.get('content-type')).catch(e => 'failed ' + e)))
+                """) as? [String]
         XCTAssertEqual(read, Array(repeating: "421 application/json", count: 3))
     }
 
@@ -241,7 +274,8 @@ final class ServeFrontDoorTests: CLITestCase {
             ("text/html", "application/octet-stream"), ("image/svg+xml", "application/octet-stream"),
             ("VIDEO/MP4; codecs=\"avc1.42E01E, mp4a.40.2\"", "video/mp4"), ("audio/mpeg", "audio/mpeg"),
             ("video/\u{0B}mp4", "application/octet-stream"), ("video", "application/octet-stream"),
-            ("video/", "application/octet-stream"), ("/mp4", "application/octet-stream"), ("video/mp4/x", "application/octet-stream"),
+            ("video/", "application/octet-stream"), ("/mp4", "application/octet-stream"),
+            ("video/mp4/x", "application/octet-stream"),
             ("audio/mp4;x=text/html", "audio/mp4"), ("video/mp4 ;", "video/mp4"),
             ("text/html;video/mp4", "application/octet-stream"), ("image/png", "image/png"),
             ("image/xml", "application/octet-stream"), ("video/x+xml", "application/octet-stream"),
@@ -265,28 +299,48 @@ final class ServeFrontDoorTests: CLITestCase {
         let app = "http://127.0.0.1:7"
         let server = try serve(["--allow-origin", app + "/"])
         defer { server.stop() }
-        let played = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Sec-Fetch-Site": "same-site", "Origin": app,
-                                                                                     "Range": "bytes=0-99"])
+        let played = try HTTPClient.request(
+            "GET", server.stream(mediaURL),
+            headers: [
+                "Sec-Fetch-Site": "same-site", "Origin": app,
+                "Range": "bytes=0-99",
+            ])
         XCTAssertEqual(played.status, 206, played.text)
         XCTAssertEqual(played.headers["access-control-allow-origin"], app)
         XCTAssertTrue(played.headers["access-control-expose-headers"]?.contains("Content-Range") == true)
-        let shouted = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Origin": "HTTP://127.0.0.1:7", "Range": "bytes=0-9"])
-        XCTAssertEqual(shouted.headers["access-control-allow-origin"], app, "the origin as browsers write it, not the header's text")
-        let preflight = try HTTPClient.request("OPTIONS", server.stream(mediaURL), headers: ["Origin": app, "Sec-Fetch-Site": "same-site",
-                                                                                            "Access-Control-Request-Headers": "authorization"])
+        let shouted = try HTTPClient.request(
+            "GET", server.stream(mediaURL), headers: ["Origin": "HTTP://127.0.0.1:7", "Range": "bytes=0-9"])
+        XCTAssertEqual(
+            shouted.headers["access-control-allow-origin"], app,
+            "the origin as browsers write it, not the header's text")
+        let preflight = try HTTPClient.request(
+            "OPTIONS", server.stream(mediaURL),
+            headers: [
+                "Origin": app, "Sec-Fetch-Site": "same-site",
+                "Access-Control-Request-Headers": "authorization",
+            ])
         XCTAssertEqual(preflight.status, 204)
         XCTAssertEqual(preflight.headers["access-control-allow-origin"], app)
-        XCTAssertEqual(try HTTPClient.request("OPTIONS", server.stream(mediaURL), headers: ["Origin": "http://evil.example"]).status, 403)
-        XCTAssertEqual(try HTTPClient.request("OPTIONS", server.base + "/v1/jobs", headers: ["Origin": app]).status, 403)
-        let referred = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Sec-Fetch-Site": "same-site",
-                                                                                       "Referer": app + "/player.html"])
+        XCTAssertEqual(
+            try HTTPClient.request("OPTIONS", server.stream(mediaURL), headers: ["Origin": "http://evil.example"])
+                .status, 403)
+        XCTAssertEqual(
+            try HTTPClient.request("OPTIONS", server.base + "/v1/jobs", headers: ["Origin": app]).status, 403)
+        let referred = try HTTPClient.request(
+            "GET", server.stream(mediaURL),
+            headers: [
+                "Sec-Fetch-Site": "same-site",
+                "Referer": app + "/player.html",
+            ])
         XCTAssertEqual(referred.status, 200, "a <video> sends no Origin; its Referer names the page")
         for (method, path) in [("GET", "/v1/probe?url=" + mediaURL), ("POST", "/v1/jobs"), ("GET", "/v1/jobs")] {
-            let reply = try HTTPClient.request(method, server.base + path, headers: ["Sec-Fetch-Site": "same-site", "Origin": app],
-                                               body: method == "POST" ? Array("{}".utf8) : nil)
+            let reply = try HTTPClient.request(
+                method, server.base + path, headers: ["Sec-Fetch-Site": "same-site", "Origin": app],
+                body: method == "POST" ? Array("{}".utf8) : nil)
             XCTAssertEqual(reply.status, 403, "\(method) \(path)")
         }
-        let other = try HTTPClient.request("GET", server.stream(mediaURL), headers: ["Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"])
+        let other = try HTTPClient.request(
+            "GET", server.stream(mediaURL), headers: ["Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"])
         XCTAssertEqual(other.status, 403)
         try mprobe(["serve", "--cache-dir", cacheDir, "--allow-origin", "https://app.example.com/path"], expect: 2)
     }

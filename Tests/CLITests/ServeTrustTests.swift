@@ -7,15 +7,18 @@ import XCTest
 /// holding thousands of connections, a SIGKILL and a SIGTERM.
 final class ServeTrustTests: CLITestCase {
     private func serve(_ args: [String], allowing origins: [FaultServer]) throws -> ServeCommandTests.Server {
-        try ServeCommandTests.Server(["--cache-dir", cacheDir] + origins.flatMap { ["--allow-host", "127.0.0.1:\($0.port)"] } + args,
-                                     log: dir.file("serve-\(UUID().uuidString).log"))
+        try ServeCommandTests.Server(
+            ["--cache-dir", cacheDir] + origins.flatMap { ["--allow-host", "127.0.0.1:\($0.port)"] } + args,
+            log: dir.file("serve-\(UUID().uuidString).log"))
     }
 
     private func sample(_ name: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: samplePath(name))))
     }
 
-    private func encoded(_ url: String) -> String { url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url }
+    private func encoded(_ url: String) -> String {
+        url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
+    }
 
     // MARK: Operator credentials
 
@@ -30,11 +33,18 @@ final class ServeTrustTests: CLITestCase {
             server.route("/seg.ts", .serve(body: try sample("faststart.mp4")))
         }
         own.route("/hop.mp4", .redirect(to: other.url("/v.mp4")))
-        own.route("/own.m3u8", .serve(body: Array("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n\(other.url("/seg.ts"))\n#EXT-X-ENDLIST\n".utf8),
-                                      contentType: "application/vnd.apple.mpegurl"))
-        let config = try writeFile("config.json", Array(#"""
-            {"hosts": {"127.0.0.1:\#(own.port)": {"headers": ["X-Api-Key: KEY-1", "Authorization: Bearer ORIGIN-CRED"]}}}
-            """#.utf8))
+        own.route(
+            "/own.m3u8",
+            .serve(
+                body: Array(
+                    "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n\(other.url("/seg.ts"))\n#EXT-X-ENDLIST\n".utf8),
+                contentType: "application/vnd.apple.mpegurl"))
+        let config = try writeFile(
+            "config.json",
+            Array(
+                #"""
+                {"hosts": {"127.0.0.1:\#(own.port)": {"headers": ["X-Api-Key: KEY-1", "Authorization: Bearer ORIGIN-CRED"]}}}
+                """#.utf8))
         let server = try serve(["--config", config], allowing: [own, other])
         let base = server.base
         func get(_ path: String) throws -> HTTPReply { try HTTPClient.request("GET", base + path) }
@@ -42,8 +52,13 @@ final class ServeTrustTests: CLITestCase {
         XCTAssertEqual(try get("/v1/probe?url=" + encoded(other.url("/v.mp4"))).status, 200)
         XCTAssertEqual(try get("/v1/probe?url=" + encoded(own.url("/hop.mp4"))).status, 200)
         XCTAssertEqual(try get("/v1/stream?url=" + encoded(other.url("/v.mp4"))).status, 200)
-        let job = try HTTPClient.request("POST", base + "/v1/jobs", body: Array(#"{"type": "prefetch", "url": ["\#(other.url("/v.mp4"))", "\#(own.url("/hop.mp4"))"], "seconds": 1}"#.utf8))
-        XCTAssertEqual(try server.waitForJob(try XCTUnwrap(try job.json()["id"] as? String))["state"] as? String, "done")
+        let job = try HTTPClient.request(
+            "POST", base + "/v1/jobs",
+            body: Array(
+                #"{"type": "prefetch", "url": ["\#(other.url("/v.mp4"))", "\#(own.url("/hop.mp4"))"], "seconds": 1}"#
+                    .utf8))
+        XCTAssertEqual(
+            try server.waitForJob(try XCTUnwrap(try job.json()["id"] as? String))["state"] as? String, "done")
         let playlist = try get("/v1/stream?url=" + encoded(own.url("/own.m3u8"))).text
         let segment = try XCTUnwrap(playlist.split(separator: "\n").first { $0.hasPrefix("/v1/stream/") })
         XCTAssertEqual(try get(String(segment)).status, 200)
@@ -61,13 +76,19 @@ final class ServeTrustTests: CLITestCase {
         // --header-for does the same as the config; --location-trusted names the other host: the redirect keeps them.
         other.clearRequests()
         own.clearRequests()
-        let trusting = try serve(["--header-for", "127.0.0.1:\(own.port)", "X-Api-Key: KEY-1", "--location-trusted", "127.0.0.1:\(other.port)",
-                                  "--cache-dir", dir.file("cache2")], allowing: [own, other])
+        let trusting = try serve(
+            [
+                "--header-for", "127.0.0.1:\(own.port)", "X-Api-Key: KEY-1", "--location-trusted",
+                "127.0.0.1:\(other.port)",
+                "--cache-dir", dir.file("cache2"),
+            ], allowing: [own, other])
         defer { trusting.stop() }
-        XCTAssertEqual(try HTTPClient.request("GET", trusting.base + "/v1/probe?url=" + encoded(own.url("/hop.mp4"))).status, 200)
+        XCTAssertEqual(
+            try HTTPClient.request("GET", trusting.base + "/v1/probe?url=" + encoded(own.url("/hop.mp4"))).status, 200)
         XCTAssertEqual(own.requests.first?.headers["x-api-key"], "KEY-1")
         XCTAssertEqual(other.requests.first?.headers["x-api-key"], "KEY-1")
-        XCTAssertEqual(try HTTPClient.request("GET", trusting.base + "/v1/probe?url=" + encoded(other.url("/seg.ts"))).status, 200)
+        XCTAssertEqual(
+            try HTTPClient.request("GET", trusting.base + "/v1/probe?url=" + encoded(other.url("/seg.ts"))).status, 200)
         XCTAssertNil(other.requests.last?.headers["x-api-key"], "asked directly, the other host gets nothing")
         // A header for every host is refused at start, saying how to scope it.
         let bare = try writeFile("bare.json", Array(#"{"headers": ["Authorization: Bearer x"]}"#.utf8))
@@ -142,7 +163,9 @@ final class ServeTrustTests: CLITestCase {
         var whole: [UInt8] = []
         for _ in 0..<3 where whole.count < size {
             whole = try HTTPClient.request("GET", server.base + target).body
-            XCTAssertTrue(whole == Array(versionB.prefix(whole.count)) || whole == Array(versionA.prefix(whole.count)), "a later read mixed versions")
+            XCTAssertTrue(
+                whole == Array(versionB.prefix(whole.count)) || whole == Array(versionA.prefix(whole.count)),
+                "a later read mixed versions")
         }
         XCTAssertEqual(whole.count, size, "\(ended) players ended short")
         XCTAssertTrue(whole == versionB || whole == versionA)
@@ -153,9 +176,12 @@ final class ServeTrustTests: CLITestCase {
         let log = try String(contentsOfFile: server.log, encoding: .utf8)
         XCTAssertEqual(log.components(separatedBy: "sends neither ETag nor Last-Modified").count - 1, 1, log)
         let clips = try FaultServer()
-        for name in ["/a.mp4", "/b.mp4"] { clips.route(name, .serve(body: try sample("faststart.mp4"), etag: nil, lastModified: nil)) }
+        for name in ["/a.mp4", "/b.mp4"] {
+            clips.route(name, .serve(body: try sample("faststart.mp4"), etag: nil, lastModified: nil))
+        }
         let verbose = try mprobe(["probe", clips.url("/a.mp4"), clips.url("/b.mp4"), "-v", "--no-cache"])
-        XCTAssertEqual(verbose.stderr.components(separatedBy: "sends neither ETag nor Last-Modified").count - 1, 1, verbose.stderr)
+        XCTAssertEqual(
+            verbose.stderr.components(separatedBy: "sends neither ETag nor Last-Modified").count - 1, 1, verbose.stderr)
     }
 
     /// A version change found only by the overlap: the cached bytes before a gap differ from the
@@ -169,13 +195,18 @@ final class ServeTrustTests: CLITestCase {
         let server = try serve([], allowing: [origin])
         defer { server.stop() }
         let target = server.base + "/v1/stream?url=" + encoded(origin.url("/v.bin"))
-        XCTAssertEqual(try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-99999"]).body, Array(versionA[0..<100_000]))
+        XCTAssertEqual(
+            try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-99999"]).body,
+            Array(versionA[0..<100_000]))
         origin.route("/v.bin", .serve(body: versionB, etag: nil, lastModified: nil))
         // The first read's window cached [0, 256 KiB): this range runs past it into the changed origin.
         let crossing = try HTTPClient.request("GET", target, headers: ["Range": "bytes=200000-399999"])
-        XCTAssertEqual(crossing.body, Array(versionA[200_000..<262_144]), "the old bytes, then the response ends: nothing of B after them")
+        XCTAssertEqual(
+            crossing.body, Array(versionA[200_000..<262_144]),
+            "the old bytes, then the response ends: nothing of B after them")
         let asked = origin.requests.compactMap(\.range)
-        XCTAssertTrue(asked.contains { $0.hasPrefix("bytes=\(262_144 - 4096)-") }, "the fetch asked for 4 KiB it had: \(asked)")
+        XCTAssertTrue(
+            asked.contains { $0.hasPrefix("bytes=\(262_144 - 4096)-") }, "the fetch asked for 4 KiB it had: \(asked)")
         XCTAssertEqual(try HTTPClient.request("GET", target).body, versionB)
     }
 
@@ -187,8 +218,12 @@ final class ServeTrustTests: CLITestCase {
         let size = 4 << 20
         let versionA = randomBytes(size, seed: 311), versionB = randomBytes(size, seed: 312)
         let origin = try FaultServer()
-        origin.route("/v.bin", .sequence([.stall(afterBytes: 100_000, seconds: 3, then: .serve(body: versionA, etag: nil, lastModified: nil)),
-                                          .serve(body: versionB, etag: nil, lastModified: nil)]))
+        origin.route(
+            "/v.bin",
+            .sequence([
+                .stall(afterBytes: 100_000, seconds: 3, then: .serve(body: versionA, etag: nil, lastModified: nil)),
+                .serve(body: versionB, etag: nil, lastModified: nil),
+            ]))
         let server = try serve([], allowing: [origin])
         defer { server.stop() }
         let url = origin.url("/v.bin")
@@ -198,8 +233,9 @@ final class ServeTrustTests: CLITestCase {
         XCTAssertFalse(received.isEmpty, "the slow fetch has begun")
         let other = try mprobe(["cat", url, "--range", "262144-524287", "--cache-dir", cacheDir], expect: nil)
         XCTAssertEqual(other.status, 0, other.stderr)
-        XCTAssertTrue(other.stdout == Array(versionA[262_144..<524_288]) || other.stdout == Array(versionB[262_144..<524_288]),
-                      "cat's output is one version")
+        XCTAssertTrue(
+            other.stdout == Array(versionA[262_144..<524_288]) || other.stdout == Array(versionB[262_144..<524_288]),
+            "cat's output is one version")
         while true {
             let piece = first.read(atLeast: 1 << 20, timeout: 15)
             if piece.isEmpty { break }
@@ -207,10 +243,16 @@ final class ServeTrustTests: CLITestCase {
         }
         let header = received.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0
         let body = Array(received[header...])
-        XCTAssertTrue(body == Array(versionA.prefix(body.count)) || body == Array(versionB.prefix(body.count)), "the slow response is one version")
-        for read in [try HTTPClient.request("GET", server.stream(url), headers: ["Range": "bytes=0-524287"]).body,
-                     try mprobe(["cat", url, "--range", "0-524287", "--cache-dir", cacheDir, "--offline"], expect: nil).stdout] {
-            XCTAssertTrue(read == Array(versionA.prefix(read.count)) || read == Array(versionB.prefix(read.count)), "a later read mixes versions")
+        XCTAssertTrue(
+            body == Array(versionA.prefix(body.count)) || body == Array(versionB.prefix(body.count)),
+            "the slow response is one version")
+        for read in [
+            try HTTPClient.request("GET", server.stream(url), headers: ["Range": "bytes=0-524287"]).body,
+            try mprobe(["cat", url, "--range", "0-524287", "--cache-dir", cacheDir, "--offline"], expect: nil).stdout,
+        ] {
+            XCTAssertTrue(
+                read == Array(versionA.prefix(read.count)) || read == Array(versionB.prefix(read.count)),
+                "a later read mixes versions")
         }
     }
 
@@ -218,21 +260,33 @@ final class ServeTrustTests: CLITestCase {
     /// of one version: the bytes stored under the earlier answer go.
     func testAValidatorThatAppearsOrGoesIsAnotherVersion() throws {
         let versionA = randomBytes(1 << 20, seed: 313), versionB = randomBytes(1 << 20, seed: 314)
-        for (name, before, after) in [("appears", FaultBehavior.serve(body: versionA, etag: nil, lastModified: nil),
-                                       FaultBehavior.serve(body: versionB, etag: "\"v1\"")),
-                                      ("goes", .serve(body: versionA, etag: "\"v0\""),
-                                       .fixed(status: 206, headers: [("Content-Range", "bytes 262144-399999/1048576")],
-                                              body: Array(versionB[262_144..<400_000])))] {
+        for (name, before, after) in [
+            (
+                "appears", FaultBehavior.serve(body: versionA, etag: nil, lastModified: nil),
+                FaultBehavior.serve(body: versionB, etag: "\"v1\"")
+            ),
+            (
+                "goes", .serve(body: versionA, etag: "\"v0\""),
+                .fixed(
+                    status: 206, headers: [("Content-Range", "bytes 262144-399999/1048576")],
+                    body: Array(versionB[262_144..<400_000]))
+            ),
+        ] {
             let origin = try FaultServer()
             origin.route("/v.bin", .sequence([before, after, .serve(body: versionB, etag: nil, lastModified: nil)]))
             let server = try serve(["--cache-dir", dir.file("cache-\(name)")], allowing: [origin])
             defer { server.stop() }
             let target = server.stream(origin.url("/v.bin"))
-            XCTAssertEqual(try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-99999"]).body, Array(versionA[0..<100_000]))
+            XCTAssertEqual(
+                try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-99999"]).body,
+                Array(versionA[0..<100_000]))
             let crossing = try HTTPClient.request("GET", target, headers: ["Range": "bytes=200000-399999"]).body
-            XCTAssertEqual(crossing, Array(versionA[200_000..<262_144]), "\(name): the old bytes, then the response ends")
+            XCTAssertEqual(
+                crossing, Array(versionA[200_000..<262_144]), "\(name): the old bytes, then the response ends")
             let whole = try HTTPClient.request("GET", target).body
-            XCTAssertTrue(whole == versionB || whole == Array(versionB.prefix(whole.count)), "\(name): a later read is the new version")
+            XCTAssertTrue(
+                whole == versionB || whole == Array(versionB.prefix(whole.count)),
+                "\(name): a later read is the new version")
         }
     }
 
@@ -240,7 +294,8 @@ final class ServeTrustTests: CLITestCase {
     func testTheProxysETagIsTheBodysVersion() throws {
         let versionA = randomBytes(2 << 20, seed: 315), versionB = randomBytes(2 << 20, seed: 316)
         let origin = try FaultServer()
-        origin.route("/v.bin", .sequence([.serve(body: versionA, etag: "\"e0\""), .serve(body: versionB, etag: "\"e1\"")]))
+        origin.route(
+            "/v.bin", .sequence([.serve(body: versionA, etag: "\"e0\""), .serve(body: versionB, etag: "\"e1\"")]))
         let server = try serve([], allowing: [origin])
         defer { server.stop() }
         let target = server.stream(origin.url("/v.bin"))
@@ -266,8 +321,12 @@ final class ServeTrustTests: CLITestCase {
             XCTAssertEqual(try HTTPClient.request("GET", target, headers: ["Range": range]).status, 206)
         }
         // The gap's request (4 KiB either side) breaks just before its last 4 KiB; retries fail.
-        origin.route("/v.bin", .sequence([.dropAfter(bytes: 4096 + 262_144, then: .serve(body: versionB, etag: nil, lastModified: nil)),
-                                          .status(503)]))
+        origin.route(
+            "/v.bin",
+            .sequence([
+                .dropAfter(bytes: 4096 + 262_144, then: .serve(body: versionB, etag: nil, lastModified: nil)),
+                .status(503),
+            ]))
         let gap = try HTTPClient.request("GET", target, headers: ["Range": "bytes=262144-524287"]).body
         XCTAssertTrue(gap == Array(versionB[262_144..<262_144 + gap.count]), "the gap's response is the new version")
         XCTAssertLessThan(gap.count, 262_144, "it ends short: the last bytes were never compared")
@@ -275,7 +334,9 @@ final class ServeTrustTests: CLITestCase {
         var whole: [UInt8] = []
         for _ in 0..<3 where whole.count < size {
             whole = try HTTPClient.request("GET", target, headers: ["Range": "bytes=0-786431"]).body
-            XCTAssertTrue(whole == Array(versionA.prefix(whole.count)) || whole == Array(versionB.prefix(whole.count)), "a later read mixes versions")
+            XCTAssertTrue(
+                whole == Array(versionA.prefix(whole.count)) || whole == Array(versionB.prefix(whole.count)),
+                "a later read mixes versions")
         }
         XCTAssertEqual(whole, Array(versionB[0..<786_432]))
     }
@@ -284,8 +345,12 @@ final class ServeTrustTests: CLITestCase {
     /// proxy request for them ends with an error after twice the timeout, it does not wait forever.
     func testAStoppedProcessHoldingAClaimHangsNoRequest() throws {
         let origin = try FaultServer()
-        origin.route("/v.bin", .sequence([.delay(seconds: 120, then: .serve(body: randomBytes(1 << 20, seed: 319))),
-                                          .serve(body: randomBytes(1 << 20, seed: 319))]))
+        origin.route(
+            "/v.bin",
+            .sequence([
+                .delay(seconds: 120, then: .serve(body: randomBytes(1 << 20, seed: 319))),
+                .serve(body: randomBytes(1 << 20, seed: 319)),
+            ]))
         let server = try serve(["--timeout", "2"], allowing: [origin])
         defer { server.stop() }
         let holder = Process()
@@ -300,7 +365,8 @@ final class ServeTrustTests: CLITestCase {
         XCTAssertFalse(origin.requests.isEmpty, "the holder's request is out")
         kill(holder.processIdentifier, SIGSTOP)
         let started = Date()
-        let reply = try HTTPClient.request("GET", server.stream(origin.url("/v.bin")), headers: ["Range": "bytes=0-99"], timeout: 30)
+        let reply = try HTTPClient.request(
+            "GET", server.stream(origin.url("/v.bin")), headers: ["Range": "bytes=0-99"], timeout: 30)
         XCTAssertLessThan(Date().timeIntervalSince(started), 12, "answered, not left waiting")
         XCTAssertEqual(reply.status, 502, reply.text)
         XCTAssertTrue(reply.text.contains("is it stopped?"), reply.text)
@@ -322,11 +388,14 @@ final class ServeTrustTests: CLITestCase {
         let server = try serve([], allowing: [origin])
         defer { server.stop() }
         let target = "/v1/stream?url=" + encoded(origin.url("/v.mp4"))
-        XCTAssertEqual(try HTTPClient.request("GET", server.base + target, headers: ["Range": "bytes=0-65535"]).status, 206)
+        XCTAssertEqual(
+            try HTTPClient.request("GET", server.base + target, headers: ["Range": "bytes=0-65535"]).status, 206)
         var idle: [RawHTTPConnection] = [], slow: [RawHTTPConnection] = []
         for n in 0..<2000 {
             let connection = try RawHTTPConnection(port: server.port)
-            if n % 2 == 0 { idle.append(connection) } else {
+            if n % 2 == 0 {
+                idle.append(connection)
+            } else {
                 connection.send(Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8))
                 slow.append(connection)
             }
@@ -337,7 +406,9 @@ final class ServeTrustTests: CLITestCase {
         dripping.enter()
         Thread.detachNewThread {
             defer { dripping.leave() }
-            while !stopDripping.isSet { for connection in trickling.all { connection.send([0x61]) }; Thread.sleep(forTimeInterval: 1) }
+            while !stopDripping.isSet {
+                for connection in trickling.all { connection.send([0x61]) }; Thread.sleep(forTimeInterval: 1)
+            }
         }
         defer { stopDripping.set(); dripping.wait() }
         // The last connections are past the limit: answered, then closed.
@@ -351,7 +422,9 @@ final class ServeTrustTests: CLITestCase {
                 client.get(request, headers: ["Range": "bytes=0-65535", "Connection": "close"])
                 let reply = client.read(atLeast: 1 << 30, timeout: 10)
                 times.append(Date().timeIntervalSince(started))
-                XCTAssertTrue(String(decoding: reply.prefix(12), as: UTF8.self).hasPrefix("HTTP/1.1 2"), "\(request) from 127.0.0.2")
+                XCTAssertTrue(
+                    String(decoding: reply.prefix(12), as: UTF8.self).hasPrefix("HTTP/1.1 2"),
+                    "\(request) from 127.0.0.2")
             }
         }
         XCTAssertLessThan(times.sorted()[times.count / 2], 0.1, "median of \(times)")
@@ -388,10 +461,12 @@ final class ServeTrustTests: CLITestCase {
         XCTAssertGreaterThanOrEqual(committed, 3_300_000)
         kill(server.process.processIdentifier, SIGKILL)
         server.process.waitUntilExit()
-        XCTAssertGreaterThanOrEqual(try cachedRanges(url).reduce(0) { $0 + $1.1 - $1.0 }, 3_300_000, "still there after the kill")
+        XCTAssertGreaterThanOrEqual(
+            try cachedRanges(url).reduce(0) { $0 + $1.1 - $1.0 }, 3_300_000, "still there after the kill")
         // A thumbnail writer killed mid-file leaves a hidden temporary file; a restart removes it.
         let stale = cacheDir + "/jobs/0a1b2c3d-0000-4000-8000-000000000000/1/.thumb-0001.jpg.4242.0.tmp"
-        try FileManager.default.createDirectory(atPath: (stale as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (stale as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         XCTAssertTrue(FileManager.default.createFile(atPath: stale, contents: nil))
         let restarted = try serve([], allowing: [origin])
         defer { restarted.stop() }
@@ -403,9 +478,12 @@ final class ServeTrustTests: CLITestCase {
         let origin = try FaultServer()
         origin.route("/v.mp4", .stall(afterBytes: 1000, seconds: 60, then: .serve(body: try sample("faststart.mp4"))))
         // Past the first KiB, which the proxy reads to tell a playlist from media.
-        origin.route("/s.bin", .stall(afterBytes: 100_000, seconds: 60, then: .serve(body: randomBytes(1 << 20, seed: 306))))
+        origin.route(
+            "/s.bin", .stall(afterBytes: 100_000, seconds: 60, then: .serve(body: randomBytes(1 << 20, seed: 306))))
         let server = try serve([], allowing: [origin])
-        let job = try HTTPClient.request("POST", server.base + "/v1/jobs", body: Array(#"{"type": "prefetch", "url": "\#(origin.url("/v.mp4"))"}"#.utf8))
+        let job = try HTTPClient.request(
+            "POST", server.base + "/v1/jobs",
+            body: Array(#"{"type": "prefetch", "url": "\#(origin.url("/v.mp4"))"}"#.utf8))
         XCTAssertEqual(job.status, 202)
         let player = try RawHTTPConnection(port: server.port)
         player.get("/v1/stream?url=" + encoded(origin.url("/s.bin")))
@@ -413,7 +491,8 @@ final class ServeTrustTests: CLITestCase {
         let stopped = Date()
         XCTAssertEqual(server.stop(), 0)
         // Before, the stream's 5 s began only once the job had stopped (here about a second later).
-        XCTAssertLessThan(Date().timeIntervalSince(stopped), 5.9, "5 s for jobs and responses together, not one after the other")
+        XCTAssertLessThan(
+            Date().timeIntervalSince(stopped), 5.9, "5 s for jobs and responses together, not one after the other")
     }
 }
 

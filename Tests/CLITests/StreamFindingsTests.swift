@@ -12,10 +12,14 @@ final class StreamFindingsTests: CLITestCase {
     private func origin() throws -> (www: String, nginx: NginxServer) {
         let www = dir.file("www")
         try FileManager.default.createDirectory(atPath: www + "/ts", withIntermediateDirectories: true)
-        let input = ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-f", "lavfi", "-i", "sine", "-t", "6",
-                     "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac"]
-        for args in [["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", www + "/ts/index.m3u8"],
-                     ["-movflags", "frag_keyframe+empty_moov", www + "/v.mp4"]] {
+        let input = [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-f", "lavfi", "-i", "sine", "-t", "6",
+            "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac",
+        ]
+        for args in [
+            ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", www + "/ts/index.m3u8"],
+            ["-movflags", "frag_keyframe+empty_moov", www + "/v.mp4"],
+        ] {
             let r = try runProcess("ffmpeg", input + args)
             XCTAssertEqual(r.status, 0, r.stderr)
         }
@@ -38,17 +42,35 @@ final class StreamFindingsTests: CLITestCase {
     func testByteRangesNearTheLargestNumberAreRefusedNotCrashedOn() throws {
         let (www, nginx) = try origin()
         let huge = "9223372036854775806"
-        try write(www, "map.m3u8", "#EXTM3U\n#EXT-X-MAP:URI=\"v.mp4\",BYTERANGE=\"\(huge)@0\"\n#EXTINF:2,\nv.mp4\n#EXT-X-ENDLIST\n")
-        try write(www, "index.mpd", mpd("<BaseURL>v.mp4</BaseURL><SegmentBase indexRange=\"0-\(huge)\"><Initialization range=\"0-770\"/></SegmentBase>"))
-        try write(www, "init.mpd", mpd("<BaseURL>v.mp4</BaseURL><SegmentList duration=\"6\"><Initialization range=\"0-\(huge)\"/>"
-                                       + "<SegmentURL mediaRange=\"0-100\"/></SegmentList>"))
-        try write(www, "media.mpd", mpd("<BaseURL>v.mp4</BaseURL><SegmentList duration=\"6\"><SegmentURL mediaRange=\"0-\(huge)\"/></SegmentList>"))
-        try write(www, "past.mpd", mpd("<BaseURL>v.mp4</BaseURL><SegmentList duration=\"6\"><SegmentURL mediaRange=\"5000000-6000000\"/></SegmentList>"))
+        try write(
+            www, "map.m3u8",
+            "#EXTM3U\n#EXT-X-MAP:URI=\"v.mp4\",BYTERANGE=\"\(huge)@0\"\n#EXTINF:2,\nv.mp4\n#EXT-X-ENDLIST\n")
+        try write(
+            www, "index.mpd",
+            mpd(
+                "<BaseURL>v.mp4</BaseURL><SegmentBase indexRange=\"0-\(huge)\"><Initialization range=\"0-770\"/></SegmentBase>"
+            ))
+        try write(
+            www, "init.mpd",
+            mpd(
+                "<BaseURL>v.mp4</BaseURL><SegmentList duration=\"6\"><Initialization range=\"0-\(huge)\"/>"
+                    + "<SegmentURL mediaRange=\"0-100\"/></SegmentList>"))
+        try write(
+            www, "media.mpd",
+            mpd(
+                "<BaseURL>v.mp4</BaseURL><SegmentList duration=\"6\"><SegmentURL mediaRange=\"0-\(huge)\"/></SegmentList>"
+            ))
+        try write(
+            www, "past.mpd",
+            mpd(
+                "<BaseURL>v.mp4</BaseURL><SegmentList duration=\"6\"><SegmentURL mediaRange=\"5000000-6000000\"/></SegmentList>"
+            ))
         for name in ["map.m3u8", "index.mpd", "init.mpd", "media.mpd", "past.mpd"] {
             let r = try mprobe([nginx.url("/" + name), "--cache-dir", cacheDir], expect: 5)
             XCTAssertTrue(r.stderr.contains("byte range") && r.stderr.contains("past"), "\(name): \(r.stderr)")
         }
-        let prefetch = try mprobe(["prefetch", nginx.url("/past.mpd"), "--seconds", "2", "--cache-dir", cacheDir], expect: 5)
+        let prefetch = try mprobe(
+            ["prefetch", nginx.url("/past.mpd"), "--seconds", "2", "--cache-dir", cacheDir], expect: 5)
         XCTAssertTrue(prefetch.stderr.contains("lies past its end"), prefetch.stderr)
     }
 
@@ -64,7 +86,9 @@ final class StreamFindingsTests: CLITestCase {
         try FileManager.default.copyItem(atPath: www + "/v.mp4", toPath: www + "/sub/v.mp4")
         let list = "<SegmentList duration=\"6\"><SegmentURL media=\"v.mp4\"/></SegmentList>"
         try write(www, "mpdbase.mpd", mpd(list, base: "<BaseURL>sub/</BaseURL>"))
-        try write(www, "periodbase.mpd", mpd(list).replacingOccurrences(of: "<Period>", with: "<Period><BaseURL>sub/</BaseURL>"))
+        try write(
+            www, "periodbase.mpd",
+            mpd(list).replacingOccurrences(of: "<Period>", with: "<Period><BaseURL>sub/</BaseURL>"))
         for name in ["mpdbase.mpd", "periodbase.mpd"] {
             nginx.clearLog()
             try mprobe([nginx.url("/" + name), "--cache-dir", dir.file("c-" + name)])
@@ -77,19 +101,28 @@ final class StreamFindingsTests: CLITestCase {
         try write(www, "ts/oops.html", "<html><body>Not found</body></html>")
         let playlist = try String(contentsOfFile: www + "/ts/index.m3u8", encoding: .utf8)
         try write(www, "ts/soft404.m3u8", playlist.replacingOccurrences(of: "index1.ts", with: "oops.html"))
-        let check = try mprobe(["check", nginx.url("/ts/soft404.m3u8"), "--start", "0", "--seconds", "6", "--cache-dir", cacheDir],
-                               expect: 5)
+        let check = try mprobe(
+            ["check", nginx.url("/ts/soft404.m3u8"), "--start", "0", "--seconds", "6", "--cache-dir", cacheDir],
+            expect: 5)
         XCTAssertTrue(check.stderr.contains("oops.html") && check.stderr.contains("not media"), check.stderr)
-        let prefetch = try mprobe(["prefetch", nginx.url("/ts/soft404.m3u8"), "--start", "2", "--seconds", "2", "--cache-dir", cacheDir],
-                                  expect: 5)
+        let prefetch = try mprobe(
+            ["prefetch", nginx.url("/ts/soft404.m3u8"), "--start", "2", "--seconds", "2", "--cache-dir", cacheDir],
+            expect: 5)
         XCTAssertTrue(prefetch.stderr.contains("not media"), prefetch.stderr)
 
         // A segment said to last 1000 s holds 2: a window at 500 s has nothing to play.
-        try write(www, "ts/long.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:1000\n#EXTINF:1000,\nindex0.ts\n#EXT-X-ENDLIST\n")
-        try mprobe(["prefetch", nginx.url("/ts/long.m3u8"), "--start", "500", "--seconds", "3", "--cache-dir", cacheDir])
-        let hollow = try mprobe(["check", nginx.url("/ts/long.m3u8"), "--start", "500", "--seconds", "3", "--offline",
-                                 "--cache-dir", cacheDir], expect: 5)
-        XCTAssertTrue(hollow.stdoutString.contains("FAILS") && hollow.stdoutString.contains("decoded up to"), hollow.stdoutString)
+        try write(
+            www, "ts/long.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:1000\n#EXTINF:1000,\nindex0.ts\n#EXT-X-ENDLIST\n")
+        try mprobe([
+            "prefetch", nginx.url("/ts/long.m3u8"), "--start", "500", "--seconds", "3", "--cache-dir", cacheDir,
+        ])
+        let hollow = try mprobe(
+            [
+                "check", nginx.url("/ts/long.m3u8"), "--start", "500", "--seconds", "3", "--offline",
+                "--cache-dir", cacheDir,
+            ], expect: 5)
+        XCTAssertTrue(
+            hollow.stdoutString.contains("FAILS") && hollow.stdoutString.contains("decoded up to"), hollow.stdoutString)
     }
 
     func testTimelinesTimescalesAndNumbersAreCheckedNotTakenOnTrust() throws {
@@ -99,7 +132,8 @@ final class StreamFindingsTests: CLITestCase {
         }
         // A repeat count past the Period: the Period ends the timeline (3 segments of 2 s).
         try write(www, "repeat.mpd", mpd(template("<S t=\"0\" d=\"2\" r=\"2147483647\"/>", "1")))
-        let repeated = try json(try mprobe([nginx.url("/repeat.mpd"), "--json", "--variants", "0", "--cache-dir", cacheDir]))
+        let repeated = try json(
+            try mprobe([nginx.url("/repeat.mpd"), "--json", "--variants", "0", "--cache-dir", cacheDir]))
         XCTAssertEqual(repeated["duration"] as? Double ?? 0, 6, accuracy: 0.01)
         let bad: [(String, String, String)] = [
             ("zero.mpd", mpd(template("<S t=\"0\" d=\"2\"/>", "0")), "timescale"),

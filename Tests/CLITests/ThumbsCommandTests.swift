@@ -7,13 +7,19 @@ final class ThumbsCommandTests: CLITestCase {
     func testThumbnailsManifestSpriteAndStoryboard() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let out = dir.file("out")
-        let r = try mprobe(["thumbs", nginx.url("/moov-at-end.mp4"), "--every", "1", "--width", "160", "--sprite", "2x2",
-                            "--out", out, "--json", "--cache-dir", cacheDir])
+        let r = try mprobe([
+            "thumbs", nginx.url("/moov-at-end.mp4"), "--every", "1", "--width", "160", "--sprite", "2x2",
+            "--out", out, "--json", "--cache-dir", cacheDir,
+        ])
         let j = try json(r)
         let thumbs = try XCTUnwrap(j["thumbnails"] as? [[String: Any]])
         XCTAssertEqual(thumbs.map { $0["time"] as? Double }, [0, 1, 2, 3])
-        XCTAssertEqual(thumbs.map { $0["file"] as? String }, ["thumb-000000.000.jpg", "thumb-000001.000.jpg",
-                                                              "thumb-000002.000.jpg", "thumb-000003.000.jpg"])
+        XCTAssertEqual(
+            thumbs.map { $0["file"] as? String },
+            [
+                "thumb-000000.000.jpg", "thumb-000001.000.jpg",
+                "thumb-000002.000.jpg", "thumb-000003.000.jpg",
+            ])
         XCTAssertEqual(thumbs.first?["width"] as? Int, 160)
         XCTAssertEqual(thumbs.first?["height"] as? Int, 90)
         XCTAssertEqual(j["sprite"] as? String, "sprite.jpg")
@@ -22,25 +28,37 @@ final class ThumbsCommandTests: CLITestCase {
             let data = try Data(contentsOf: URL(fileURLWithPath: out + "/" + (t["file"] as! String)))
             XCTAssertEqual(Array(data.prefix(2)), [0xFF, 0xD8])
         }
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any]
         XCTAssertEqual((manifest?["thumbnails"] as? [Any])?.count, 4)
         XCTAssertEqual(manifest?["url"] as? String, nginx.url("/moov-at-end.mp4"))
         let vtt = try String(contentsOfFile: out + "/thumbs.vtt", encoding: .utf8)
         XCTAssertTrue(vtt.hasPrefix("WEBVTT\n"))
         XCTAssertTrue(vtt.contains("00:00:01.000 --> 00:00:02.000\nsprite.jpg#xywh=160,0,160,90\n"), vtt)
         XCTAssertTrue(vtt.contains("00:00:03.000 --> 00:00:04.000\nsprite.jpg#xywh=160,90,160,90\n"), vtt)
-        let probe = try runProcess("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
-                                                        out + "/sprite.jpg"])
-        XCTAssertEqual(probe.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines), "320,180", "a 2x2 grid of 160x90")
+        let probe = try runProcess(
+            "/usr/bin/ffprobe",
+            [
+                "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                out + "/sprite.jpg",
+            ])
+        XCTAssertEqual(
+            probe.stdoutString.trimmingCharacters(in: .whitespacesAndNewlines), "320,180", "a 2x2 grid of 160x90")
     }
 
     func testBatchWritesAFolderPerInputAndReportsFailures() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let out = dir.file("batch")
-        let inputs = [nginx.url("/faststart.mp4"), nginx.url("/audio-only.m4a"), CLITestCase.samplesDirectory + "/sample.webm",
-                      nginx.url("/missing.mp4")]
-        let r = try mprobe(["thumbs"] + inputs + ["--count", "2", "--format", "png", "--out", out, "-j", "2", "--cache-dir", cacheDir],
-                           expect: 1)
+        let inputs = [
+            nginx.url("/faststart.mp4"), nginx.url("/audio-only.m4a"), CLITestCase.samplesDirectory + "/sample.webm",
+            nginx.url("/missing.mp4"),
+        ]
+        let r = try mprobe(
+            ["thumbs"] + inputs + [
+                "--count", "2", "--format", "png", "--out", out, "-j", "2", "--cache-dir", cacheDir,
+            ],
+            expect: 1)
         XCTAssertTrue(r.stderr.contains("no video track"), r.stderr)
         XCTAssertTrue(r.stderr.contains("HTTP 404"), r.stderr)
         for folder in ["faststart", "sample"] {
@@ -60,23 +78,31 @@ final class ThumbsCommandTests: CLITestCase {
         // A directory given as the input list is a mistake, not an empty list.
         XCTAssertTrue(try mprobe(["thumbs", "-i", dir.path], expect: 2).stderr.contains("is a directory"))
         // A grid with a capital X is the grid, not an input named 5X4.
-        let grid = try mprobe(["thumbs", samplePath("faststart.mp4"), "--sprite", "5X4", "--count", "2", "--out", dir.file("g"),
-                               "--no-cache", "--json"])
+        let grid = try mprobe([
+            "thumbs", samplePath("faststart.mp4"), "--sprite", "5X4", "--count", "2", "--out", dir.file("g"),
+            "--no-cache", "--json",
+        ])
         XCTAssertTrue(try json(grid)["sprites"] != nil || grid.stdoutString.contains("sprite"), grid.stdoutString)
     }
 
     func testAnOutputFolderThatCannotBeMadeIsExitSixNamingItBeforeAnyFetch() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
         let file = try writeFile("a-file", [1, 2, 3])
-        for (out, text) in [(file, "cannot create the output folder \(file): it is a file"),
-                            (file + "/sub", "cannot create the output folder \(file)/sub: \(file) is a file"),
-                            ("/dev/null", "cannot create the output folder /dev/null: it is not a folder")] {
-            let r = try mprobe(["thumbs", nginx.url("/faststart.mp4"), "--out", out, "--cache-dir", cacheDir], expect: 6)
+        for (out, text) in [
+            (file, "cannot create the output folder \(file): it is a file"),
+            (file + "/sub", "cannot create the output folder \(file)/sub: \(file) is a file"),
+            ("/dev/null", "cannot create the output folder /dev/null: it is not a folder"),
+        ] {
+            let r = try mprobe(
+                ["thumbs", nginx.url("/faststart.mp4"), "--out", out, "--cache-dir", cacheDir], expect: 6)
             XCTAssertTrue(r.stderr.contains(text), r.stderr)
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
             // A batch fails as a whole, before any input is fetched.
-            try mprobe(["thumbs", nginx.url("/faststart.mp4"), nginx.url("/moov-at-end.mp4"), "--out", out,
-                        "--cache-dir", cacheDir], expect: 6)
+            try mprobe(
+                [
+                    "thumbs", nginx.url("/faststart.mp4"), nginx.url("/moov-at-end.mp4"), "--out", out,
+                    "--cache-dir", cacheDir,
+                ], expect: 6)
         }
         XCTAssertEqual(try nginx.accessLog().count, 0, "nothing fetched")
     }
@@ -88,9 +114,15 @@ final class ThumbsCommandTests: CLITestCase {
         XCTAssertEqual(chmod(dir.path, 0o711), 0, "others may pass through the test folder")
         // Root writes anywhere: run as nobody then, so the permission bits count.
         let asNobody = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
-        for (out, text) in [(locked, "cannot write to the output folder \(locked): permission denied"),
-                            (locked + "/sub", "cannot create the output folder \(locked)/sub: permission denied")] {
-            let argv = asNobody + [try mprobeBinary(), "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--no-cache", "--out", out]
+        for (out, text) in [
+            (locked, "cannot write to the output folder \(locked): permission denied"),
+            (locked + "/sub", "cannot create the output folder \(locked)/sub: permission denied"),
+        ] {
+            let argv =
+                asNobody + [
+                    try mprobeBinary(), "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--no-cache",
+                    "--out", out,
+                ]
             let r = try runProcess(argv[0], Array(argv.dropFirst()))
             XCTAssertEqual(r.status, 6, r.stderr)
             XCTAssertTrue(r.stderr.contains(text), r.stderr)
@@ -101,12 +133,16 @@ final class ThumbsCommandTests: CLITestCase {
         // A file size limit of 512 bytes (with SIGXFSZ ignored) makes the thumbnail's write fail
         // part way, as a full disk does, without needing a file system of our own.
         let out = dir.file("full")
-        let command = ["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--out", out, "--no-cache"]
-        let r = try runProcess("/bin/sh", ["-c", "ulimit -f 1; trap '' XFSZ; exec \"$0\" \"$@\"", try mprobeBinary()] + command)
+        let command = [
+            "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--out", out, "--no-cache",
+        ]
+        let r = try runProcess(
+            "/bin/sh", ["-c", "ulimit -f 1; trap '' XFSZ; exec \"$0\" \"$@\"", try mprobeBinary()] + command)
         XCTAssertEqual(r.status, 6, r.stderr)
         XCTAssertTrue(r.stderr.contains("cannot write \(out)/thumb-000000.000.jpg: file too large"), r.stderr)
         XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), [], "no partial or temporary file is left")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: out), [], "no partial or temporary file is left")
     }
 
     /// Output names are predictable: links planted at them are replaced, never written through.
@@ -117,8 +153,12 @@ final class ThumbsCommandTests: CLITestCase {
         for name in ["thumb-000000.000.jpg", "manifest.json"] {
             try FileManager.default.createSymbolicLink(atPath: out + "/" + name, withDestinationPath: victim)
         }
-        try FileManager.default.createSymbolicLink(atPath: out + "/thumbs.vtt", withDestinationPath: dir.file("dangling-new-file"))
-        try mprobe(["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--sprite", "1x1", "--out", out, "--no-cache"])
+        try FileManager.default.createSymbolicLink(
+            atPath: out + "/thumbs.vtt", withDestinationPath: dir.file("dangling-new-file"))
+        try mprobe([
+            "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--at", "0", "--sprite", "1x1", "--out", out,
+            "--no-cache",
+        ])
         XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "precious")
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("dangling-new-file")))
         for name in try FileManager.default.contentsOfDirectory(atPath: out) {
@@ -129,11 +169,14 @@ final class ThumbsCommandTests: CLITestCase {
 
     func testSpriteGridsBeyondTheSheetBoundsAreUsageErrorsBeforeAnyFetch() throws {
         let nginx = try NginxServer(root: CLITestCase.samplesDirectory)
-        for grid in [["--sprite", "4000000000x4000000000"], ["--sprite", "3000x3000"], ["--sprite", "100x100"],
-                     ["--sprite", "20x20", "--width", "640"], ["--sprite=1x9000", "--height", "16"],
-                     ["--sprite", "1x364"]] {
-            let r = try mprobe(["thumbs", nginx.url("/faststart.mp4"), "--out", dir.file("o"), "--cache-dir", cacheDir] + grid,
-                               expect: 2)
+        for grid in [
+            ["--sprite", "4000000000x4000000000"], ["--sprite", "3000x3000"], ["--sprite", "100x100"],
+            ["--sprite", "20x20", "--width", "640"], ["--sprite=1x9000", "--height", "16"],
+            ["--sprite", "1x364"],
+        ] {
+            let r = try mprobe(
+                ["thumbs", nginx.url("/faststart.mp4"), "--out", dir.file("o"), "--cache-dir", cacheDir] + grid,
+                expect: 2)
             XCTAssertTrue(r.stderr.contains("65500 pixels a side"), "\(grid): \(r.stderr)")
         }
         XCTAssertEqual(try nginx.accessLog().count, 0, "nothing fetched")
@@ -142,25 +185,36 @@ final class ThumbsCommandTests: CLITestCase {
 
     func testMoreThumbnailsThanCellsGoOnFurtherSheets() throws {
         let out = dir.file("sheets")
-        let r = try mprobe(["thumbs", CLITestCase.samplesDirectory + "/moov-at-end.mp4", "--every", "1", "--width", "160", "--sprite", "3x1",
-                            "--out", out, "--json", "--no-cache"])
+        let r = try mprobe([
+            "thumbs", CLITestCase.samplesDirectory + "/moov-at-end.mp4", "--every", "1", "--width", "160", "--sprite",
+            "3x1",
+            "--out", out, "--json", "--no-cache",
+        ])
         let j = try json(r)
         XCTAssertEqual(j["sprite"] as? String, "sprite.jpg")
         XCTAssertEqual(j["sprites"] as? [String], ["sprite.jpg", "sprite-2.jpg"])
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any]
         XCTAssertEqual(manifest?["sprites"] as? [String], ["sprite.jpg", "sprite-2.jpg"])
         let vtt = try String(contentsOfFile: out + "/thumbs.vtt", encoding: .utf8)
         XCTAssertTrue(vtt.contains("00:00:02.000 --> 00:00:03.000\nsprite.jpg#xywh=320,0,160,90\n"), vtt)
         XCTAssertTrue(vtt.contains("00:00:03.000 --> 00:00:04.000\nsprite-2.jpg#xywh=0,0,160,90\n"), vtt)
         func size(_ file: String) throws -> String {
-            try runProcess("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", out + "/" + file])
-                .stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)
+            try runProcess(
+                "/usr/bin/ffprobe",
+                ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", out + "/" + file]
+            )
+            .stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         XCTAssertEqual(try size("sprite.jpg"), "480,90", "three cells")
         XCTAssertEqual(try size("sprite-2.jpg"), "160,90", "the last sheet holds what is left")
         // A one-cell grid is a sheet per thumbnail, not a failure after all the work.
-        let one = try json(try mprobe(["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--sprite", "1x1", "--out", dir.file("one"),
-                                       "--json", "--no-cache"]))
+        let one = try json(
+            try mprobe([
+                "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--sprite", "1x1", "--out", dir.file("one"),
+                "--json", "--no-cache",
+            ]))
         XCTAssertEqual((one["sprites"] as? [String])?.count, 20)
     }
 
@@ -170,7 +224,8 @@ final class ThumbsCommandTests: CLITestCase {
     func peakMemory(_ args: [String]) throws -> (status: Int32, kilobytes: Int) {
         let time = "/usr/bin/time"
         guard FileManager.default.isExecutableFile(atPath: time) else {
-            throw TestSupportError.missingExecutable(path: time, hint: "install Debian's time package (apt-get install time)")
+            throw TestSupportError.missingExecutable(
+                path: time, hint: "install Debian's time package (apt-get install time)")
         }
         let r = try runProcess(time, ["-f", "max-rss-kb %M", try mprobeBinary()] + args, timeout: 300)
         let line = try XCTUnwrap(r.stderr.split(separator: "\n").last { $0.hasPrefix("max-rss-kb ") }, r.stderr)
@@ -179,7 +234,11 @@ final class ThumbsCommandTests: CLITestCase {
 
     func testSpriteMemoryIsOneSheetNotEveryPicture() throws {
         func peakKB(_ args: [String]) throws -> Int {
-            let r = try peakMemory(["thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--out", dir.file(args.joined()), "--no-cache"] + args)
+            let r = try peakMemory(
+                [
+                    "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4", "--out", dir.file(args.joined()),
+                    "--no-cache",
+                ] + args)
             XCTAssertEqual(r.status, 0, "\(args)")
             return r.kilobytes
         }
@@ -196,8 +255,12 @@ final class ThumbsCommandTests: CLITestCase {
     }
 
     func testTheDefaultOutputFolderIsRelativeToTheWorkingDirectory() throws {
-        let r = try runProcess("/usr/bin/env", ["-C", dir.path, try mprobeBinary(), "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4",
-                                                "--count", "1", "--no-cache"])
+        let r = try runProcess(
+            "/usr/bin/env",
+            [
+                "-C", dir.path, try mprobeBinary(), "thumbs", CLITestCase.samplesDirectory + "/faststart.mp4",
+                "--count", "1", "--no-cache",
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.file("thumbs/manifest.json")))
     }
@@ -207,7 +270,9 @@ final class ThumbsCommandTests: CLITestCase {
         /// The sample with the entry count of the first `type` box (the video track's) set to `count`.
         func damaged(_ type: String, count: UInt32, countOffset: Int) throws -> String {
             var bytes = sample
-            let at = try XCTUnwrap((0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual(type.utf8) }) - 4 + countOffset
+            let at =
+                try XCTUnwrap((0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual(type.utf8) }) - 4
+                + countOffset
             for i in 0..<4 { bytes[at + i] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(i))) }
             return try writeFile(type + ".mp4", bytes)
         }
@@ -215,12 +280,15 @@ final class ThumbsCommandTests: CLITestCase {
         let stco = try damaged("stco", count: 2_147_483_647, countOffset: 12)
         for command in [["probe"], ["thumbs", "--out", dir.file("o")]] {
             let r = try mprobe(command + [stco, "--no-cache"], expect: 5)
-            XCTAssertTrue(r.stderr.contains("the stco box of track 0 claims 2147483647 chunks but holds room for"), r.stderr)
+            XCTAssertTrue(
+                r.stderr.contains("the stco box of track 0 claims 2147483647 chunks but holds room for"), r.stderr)
         }
         // Here libavformat opens the file without an index for the video: "av_seek_frame: Operation not permitted".
         let stsz = try damaged("stsz", count: 1_000_000, countOffset: 16)
         let r = try mprobe(["thumbs", stsz, "--at", "2", "--out", dir.file("o"), "--no-cache"], expect: 5)
-        XCTAssertTrue(r.stderr.contains("cannot seek track 0 to 2.000 s: the stsz box of track 0 claims 1000000 samples"), r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("cannot seek track 0 to 2.000 s: the stsz box of track 0 claims 1000000 samples"),
+            r.stderr)
     }
 
     /// A Matroska file with Cues: each thumbnail's key frame is read from its Cluster's head, the
@@ -234,10 +302,17 @@ final class ThumbsCommandTests: CLITestCase {
         let nginx = try NginxServer(root: www)
         let out = dir.file("t")
         try mprobe(["thumbs", nginx.url("/cues.mkv"), "--at", "5,15,25,35", "--out", out, "--cache-dir", cacheDir])
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as? [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as? [String: Any]
         let pts = (manifest?["thumbnails"] as? [[String: Any]] ?? []).compactMap { $0["pts"] as? Double }
-        let keys = try runProcess("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,size,flags",
-                                              "-of", "csv=p=0", www + "/cues.mkv"]).stdoutString.split(separator: "\n")
+        let keys = try runProcess(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,size,flags",
+                "-of", "csv=p=0", www + "/cues.mkv",
+            ]
+        ).stdoutString.split(separator: "\n")
             .filter { $0.contains("K") }.compactMap { line -> (time: Double, size: Int64)? in
                 let fields = line.split(separator: ",")
                 guard fields.count >= 2, let time = Double(fields[0]), let size = Int64(fields[1]) else { return nil }

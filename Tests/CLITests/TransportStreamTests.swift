@@ -12,11 +12,14 @@ final class TransportStreamTests: CLITestCase {
     }
 
     /// What a probe reports of each stream equals ffprobe's, and the duration is ffprobe's.
-    private func assertDescribedAsFFprobe(_ probe: [String: Any], _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertDescribedAsFFprobe(
+        _ probe: [String: Any], _ path: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let peer = try ffprobe(path)
         let format = try XCTUnwrap(peer["format"] as? [String: Any])
-        XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.001,
-                       file: file, line: line)
+        XCTAssertEqual(
+            probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.001,
+            file: file, line: line)
         let tracks = probe["tracks"] as? [[String: Any]] ?? []
         let streams = peer["streams"] as? [[String: Any]] ?? []
         XCTAssertEqual(tracks.count, streams.count, file: file, line: line)
@@ -28,7 +31,8 @@ final class TransportStreamTests: CLITestCase {
                 XCTAssertEqual(track["pixel_format"] as? String, stream["pix_fmt"] as? String, file: file, line: line)
                 XCTAssertEqual(track["frame_rate"] as? Double, 30, file: file, line: line)
             } else {
-                XCTAssertEqual(track["sample_rate"] as? Int, Int(stream["sample_rate"] as? String ?? ""), file: file, line: line)
+                XCTAssertEqual(
+                    track["sample_rate"] as? Int, Int(stream["sample_rate"] as? String ?? ""), file: file, line: line)
                 XCTAssertEqual(track["channels"] as? Int, stream["channels"] as? Int, file: file, line: line)
             }
         }
@@ -70,32 +74,44 @@ final class TransportStreamTests: CLITestCase {
         try whole.prefix(whole.count * 2 / 3 + 100).write(to: URL(fileURLWithPath: www + "/cut.ts"))
         let nginx = try NginxServer(root: www)
         for name in ["b.ts", "cut.ts"] + variants.map(\.0) {
-            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            let probe = try json(
+                try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
             let peer = try ffprobe(www + "/" + name)
             let format = try XCTUnwrap(peer["format"] as? [String: Any])
-            XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01, name)
+            XCTAssertEqual(
+                probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1,
+                accuracy: 0.000_01, name)
             let tracks = probe["tracks"] as? [[String: Any]] ?? []
             let streams = peer["streams"] as? [[String: Any]] ?? []
             XCTAssertEqual(tracks.count, streams.count, name)
             for (track, stream) in zip(tracks, streams) {
-                XCTAssertEqual(track["duration"] as? Double ?? 0, Double(stream["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01,
-                               "\(name): \(stream["codec_name"] ?? "")")
+                XCTAssertEqual(
+                    track["duration"] as? Double ?? 0, Double(stream["duration"] as? String ?? "") ?? -1,
+                    accuracy: 0.000_01,
+                    "\(name): \(stream["codec_name"] ?? "")")
             }
         }
     }
 
     /// The probe's and ffprobe's durations, file and streams (nil where ffprobe states none).
-    private func assertDurationsAsFFprobe(_ probe: [String: Any], _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertDurationsAsFFprobe(
+        _ probe: [String: Any], _ path: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let peer = try ffprobe(path)
         let format = try XCTUnwrap(peer["format"] as? [String: Any])
-        XCTAssertEqual(probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01,
-                       path, file: file, line: line)
+        XCTAssertEqual(
+            probe["duration"] as? Double ?? 0, Double(format["duration"] as? String ?? "") ?? -1, accuracy: 0.000_01,
+            path, file: file, line: line)
         let mine = (probe["tracks"] as? [[String: Any]] ?? []).map { $0["duration"] as? Double }
-        let theirs = (peer["streams"] as? [[String: Any]] ?? []).map { ($0["duration"] as? String).flatMap(Double.init) }
+        let theirs = (peer["streams"] as? [[String: Any]] ?? []).map {
+            ($0["duration"] as? String).flatMap(Double.init)
+        }
         XCTAssertEqual(mine.count, theirs.count, path, file: file, line: line)
         for (a, b) in zip(mine, theirs) {
             XCTAssertEqual(a == nil, b == nil, "\(path): \(mine) against \(theirs)", file: file, line: line)
-            if let a, let b { XCTAssertEqual(a, b, accuracy: 0.000_01, "\(path): \(mine) against \(theirs)", file: file, line: line) }
+            if let a, let b {
+                XCTAssertEqual(a, b, accuracy: 0.000_01, "\(path): \(mine) against \(theirs)", file: file, line: line)
+            }
         }
     }
 
@@ -108,8 +124,12 @@ final class TransportStreamTests: CLITestCase {
         let www = dir.file("www")
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         try encodeRecording(dir.file("rec.ts"), muxing: ["-b:v", "2M", "-f", "mpegts"])
-        let wrap = try runProcess("ffmpeg", ["-v", "error", "-i", dir.file("rec.ts"), "-t", "3", "-c", "copy", "-output_ts_offset", "95420",
-                                             "-f", "mpegts", www + "/wrap.ts"])
+        let wrap = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", dir.file("rec.ts"), "-t", "3", "-c", "copy", "-output_ts_offset", "95420",
+                "-f", "mpegts", www + "/wrap.ts",
+            ])
         XCTAssertEqual(wrap.status, 0, wrap.stderr)
         // The audio's packets (ffmpeg's second PID, 0x101) in the last 700 KB made null packets.
         var early = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("rec.ts"))))
@@ -120,20 +140,31 @@ final class TransportStreamTests: CLITestCase {
         try Data(early).write(to: URL(fileURLWithPath: www + "/early.ts"))
         // A 188-byte packet on the video PID (ffmpeg's first, 0x100): a padding stream's PES (0xBE)
         // whose bytes read as a header with a PTS one second after the recording's last.
-        let last = try runProcess("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0",
-                                              dir.file("rec.ts")]).stdoutString.split(separator: "\n").compactMap { Int64($0) }.max() ?? 0
+        let last =
+            try runProcess(
+                "ffprobe",
+                [
+                    "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0",
+                    dir.file("rec.ts"),
+                ]
+            ).stdoutString.split(separator: "\n").compactMap { Int64($0) }.max() ?? 0
         let pts = last + 90_000
-        var packet: [UInt8] = [0x47, 0x41, 0x00, 0x10, 0, 0, 1, 0xBE, 0, 0, 0x80, 0x80, 5,
-                               UInt8(0x21 | (pts >> 29) & 0x0E), UInt8((pts >> 22) & 0xFF), UInt8((pts >> 14) & 0xFE | 1),
-                               UInt8((pts >> 7) & 0xFF), UInt8((pts << 1) & 0xFE | 1)]
+        var packet: [UInt8] = [
+            0x47, 0x41, 0x00, 0x10, 0, 0, 1, 0xBE, 0, 0, 0x80, 0x80, 5,
+            UInt8(0x21 | (pts >> 29) & 0x0E), UInt8((pts >> 22) & 0xFF), UInt8((pts >> 14) & 0xFE | 1),
+            UInt8((pts >> 7) & 0xFF), UInt8((pts << 1) & 0xFE | 1),
+        ]
         packet += [UInt8](repeating: 0xFF, count: 188 - packet.count)
-        try (Data(contentsOf: URL(fileURLWithPath: dir.file("rec.ts"))) + Data(packet)).write(to: URL(fileURLWithPath: www + "/padding.ts"))
+        try (Data(contentsOf: URL(fileURLWithPath: dir.file("rec.ts"))) + Data(packet)).write(
+            to: URL(fileURLWithPath: www + "/padding.ts"))
         let nginx = try NginxServer(root: www)
         for name in ["wrap.ts", "padding.ts", "early.ts"] {
             nginx.clearLog()
-            let probe = try json(try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
+            let probe = try json(
+                try mprobe([nginx.url("/" + name), "--json", "--cache-dir", dir.file("cache-" + name)]))
             try assertDurationsAsFFprobe(probe, www + "/" + name)
-            XCTAssertLessThanOrEqual(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, (256 << 10) + 500_000, name)
+            XCTAssertLessThanOrEqual(
+                try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, (256 << 10) + 500_000, name)
         }
     }
 
@@ -143,13 +174,18 @@ final class TransportStreamTests: CLITestCase {
         let www = dir.file("www")
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         try encodeRecording(dir.file("rec.ts"), muxing: ["-b:v", "2M", "-f", "mpegts"])
-        let late = try runProcess("ffmpeg", ["-v", "error", "-i", dir.file("rec.ts"), "-itsoffset", "4", "-i", dir.file("rec.ts"),
-                                             "-map", "0:v", "-map", "1:a", "-c", "copy", "-f", "mpegts", www + "/late.ts"])
+        let late = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", dir.file("rec.ts"), "-itsoffset", "4", "-i", dir.file("rec.ts"),
+                "-map", "0:v", "-map", "1:a", "-c", "copy", "-f", "mpegts", www + "/late.ts",
+            ])
         XCTAssertEqual(late.status, 0, late.stderr)
         let nginx = try NginxServer(root: www)
         let probe = try json(try mprobe([nginx.url("/late.ts"), "--json", "--cache-dir", cacheDir]))
         try assertDescribedAsFFprobe(probe, www + "/late.ts")
-        XCTAssertGreaterThan(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, 1 << 20, "read past the head, to the audio")
+        XCTAssertGreaterThan(
+            try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, 1 << 20, "read past the head, to the audio")
     }
     /// A prefetch of an MPEG-TS is an estimate from the bit rate, and says so; it is then read as a
     /// player reads it (its seek, the packets to the window's end), so that it plays offline.
@@ -160,13 +196,19 @@ final class TransportStreamTests: CLITestCase {
         let nginx = try NginxServer(root: www)
         for start in ["12", "20", "31"] {
             let cache = dir.file("cache-" + start)
-            let r = try mprobe(["prefetch", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--cache-dir", cache])
+            let r = try mprobe([
+                "prefetch", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--cache-dir", cache,
+            ])
             XCTAssertTrue(r.stderr.contains("estimated from the bit rate"), r.stderr)
-            let check = try mprobe(["check", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--offline",
-                                    "--cache-dir", cache], expect: nil)
+            let check = try mprobe(
+                [
+                    "check", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--offline",
+                    "--cache-dir", cache,
+                ], expect: nil)
             XCTAssertEqual(check.status, 0, "at \(start) s: \(check.stderr)")
         }
         let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: www + "/rec.ts")[.size] as? Int64)
-        XCTAssertLessThan(try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, size, "windows, not the file three times")
+        XCTAssertLessThan(
+            try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, size, "windows, not the file three times")
     }
 }

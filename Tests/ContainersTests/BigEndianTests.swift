@@ -1,5 +1,6 @@
-@testable import Containers
 import XCTest
+
+@testable import Containers
 
 final class BigEndianTests: XCTestCase {
     func testIntegersReadMostSignificantFirst() {

@@ -1,12 +1,14 @@
-@testable import Containers
 import MediaSource
 import XCTest
+
+@testable import Containers
 
 /// The ISO-BMFF walk over boxes built in memory: where it finds the moov, what it notes of a
 /// damaged layout, and that no stated size makes it read, loop or allocate past the file.
 final class BoxWalkerTests: XCTestCase {
     private let ftyp = box("ftyp", Array("isom".utf8) + be(0x200, 4) + Array("isommp41".utf8))
-    private let moov = box("moov", box("mvhd", Array(repeating: 0, count: 100)) + box("trak", box("tkhd", Array(repeating: 0, count: 84))))
+    private let moov = box(
+        "moov", box("mvhd", Array(repeating: 0, count: 100)) + box("trak", box("tkhd", Array(repeating: 0, count: 84))))
     private let mdat = box("mdat", Array(repeating: 0xAB, count: 5000))
 
     private func walk(_ bytes: [UInt8], _ configure: (inout BoxWalker) -> Void = { _ in }) throws -> MP4Layout? {
@@ -40,15 +42,20 @@ final class BoxWalkerTests: XCTestCase {
     }
 
     func testAFragmentedLayoutIsSaidSo() throws {
-        let fragmentedMoov = box("moov", box("mvhd", Array(repeating: 0, count: 100)) + box("mvex", box("trex", Array(repeating: 0, count: 24))))
+        let fragmentedMoov = box(
+            "moov",
+            box("mvhd", Array(repeating: 0, count: 100)) + box("mvex", box("trex", Array(repeating: 0, count: 24))))
         let layout = try XCTUnwrap(walk(ftyp + fragmentedMoov + box("moof", box("mfhd", be(0, 8))) + mdat))
         XCTAssertTrue(layout.fragmented)
         XCTAssertTrue(layout.movieExtends)
     }
 
     func testWhatIsNotISOBMFFIsNil() throws {
-        for (name, bytes) in [("text", Array("hello, this is not a video file".utf8)), ("too short", [0, 0, 0]),
-                              ("an unknown first box", box("zzzz", [1, 2, 3])), ("EBML", [0x1A, 0x45, 0xDF, 0xA3] + Array(repeating: 0, count: 20))] {
+        for (name, bytes) in [
+            ("text", Array("hello, this is not a video file".utf8)), ("too short", [0, 0, 0]),
+            ("an unknown first box", box("zzzz", [1, 2, 3])),
+            ("EBML", [0x1A, 0x45, 0xDF, 0xA3] + Array(repeating: 0, count: 20)),
+        ] {
             XCTAssertNil(try walk(bytes), name)
         }
     }

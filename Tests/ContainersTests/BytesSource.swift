@@ -20,7 +20,9 @@ final class BytesSource: MediaSource, @unchecked Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         guard offset >= 0, offset < Int64(data.count) else { return 0 }
         let count = min(buffer.count, data.count - Int(offset))
-        data.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[Int(offset)..<Int(offset) + count])) }
+        data.withUnsafeBytes {
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[Int(offset)..<Int(offset) + count]))
+        }
         return count
     }
 
@@ -36,7 +38,9 @@ final class BytesSource: MediaSource, @unchecked Sendable {
 }
 
 /// Bytes written big-endian, for building boxes and elements in tests.
-func be(_ value: UInt64, _ width: Int) -> [UInt8] { (0..<width).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
+func be(_ value: UInt64, _ width: Int) -> [UInt8] {
+    (0..<width).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
+}
 
 /// An ISO-BMFF box: 32-bit size, type, body.
 func box(_ type: String, _ body: [UInt8] = []) -> [UInt8] { be(UInt64(8 + body.count), 4) + Array(type.utf8) + body }

@@ -1,11 +1,13 @@
-@testable import Containers
 import XCTest
+
+@testable import Containers
 
 /// The XML reader DASH manifests go through, over text in memory: what it keeps, and every way a
 /// hostile manifest tries to make it expand, recurse or misread.
 final class MarkupElementTests: XCTestCase {
     func testElementsAttributesAndTextAreKept() throws {
-        let root = try MarkupElement.parse("""
+        let root = try MarkupElement.parse(
+            """
             \u{FEFF}<?xml version="1.0"?><!-- a comment -->
             <mpd:MPD xmlns:mpd="urn:mpeg:dash:schema:mpd:2011" type='static'>
               <BaseURL>http://a.example/x?y=1&amp;z=&#50;</BaseURL>
@@ -15,13 +17,16 @@ final class MarkupElementTests: XCTestCase {
         XCTAssertEqual(root.name, "MPD", "the namespace prefix is dropped")
         XCTAssertEqual(root.qualifiedName, "mpd:MPD", "and kept as written")
         XCTAssertEqual(root["type"], "static")
-        XCTAssertEqual(root.child("BaseURL")?.text, "http://a.example/x?y=1&z=2", "predefined and numeric references decoded")
+        XCTAssertEqual(
+            root.child("BaseURL")?.text, "http://a.example/x?y=1&z=2", "predefined and numeric references decoded")
         XCTAssertEqual(root.child("Period")?.all("AdaptationSet").count, 2)
         XCTAssertEqual(root.child("Period")?.all("AdaptationSet").last?["mimeType"], "video/mp4")
     }
 
     func testHostileDocumentsAreRefusedWithWhatIsWrong() {
-        let deep = String(repeating: "<a>", count: MarkupElement.maximumDepth + 1) + String(repeating: "</a>", count: MarkupElement.maximumDepth + 1)
+        let deep =
+            String(repeating: "<a>", count: MarkupElement.maximumDepth + 1)
+            + String(repeating: "</a>", count: MarkupElement.maximumDepth + 1)
         let cases: [(String, String, String)] = [
             ("entity expansion", #"<!DOCTYPE x [<!ENTITY a "aaaa">]><MPD>&a;</MPD>"#, "DOCTYPE"),
             ("an undefined entity", "<MPD>&lol;</MPD>", "unknown or forbidden reference"),

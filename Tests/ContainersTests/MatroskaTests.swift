@@ -1,5 +1,6 @@
-@testable import Containers
 import XCTest
+
+@testable import Containers
 
 /// EBML, a Matroska head and Clusters built in memory: what each reader finds, and what it does
 /// with sizes that lie.
@@ -12,7 +13,9 @@ final class MatroskaTests: XCTestCase {
     }
 
     private func simpleBlock(track: UInt8, relative: Int16, key: Bool, bytes: Int = 20) -> [UInt8] {
-        element([0xA3], [0x80 | track] + be(UInt64(UInt16(bitPattern: relative)), 2) + [key ? 0x80 : 0x00]
+        element(
+            [0xA3],
+            [0x80 | track] + be(UInt64(UInt16(bitPattern: relative)), 2) + [key ? 0x80 : 0x00]
                 + Array(repeating: 0x55, count: bytes))
     }
 
@@ -23,9 +26,11 @@ final class MatroskaTests: XCTestCase {
     private var ebmlHeader: [UInt8] { element([0x1A, 0x45, 0xDF, 0xA3], element([0x42, 0x82], Array("webm".utf8))) }
 
     private func tracks(_ numbers: [UInt8]) -> [UInt8] {
-        element([0x16, 0x54, 0xAE, 0x6B], numbers.flatMap { n in
-            element([0xAE], element([0xD7], [n]) + element([0x86], Array("V_VP9".utf8)))
-        })
+        element(
+            [0x16, 0x54, 0xAE, 0x6B],
+            numbers.flatMap { n in
+                element([0xAE], element([0xD7], [n]) + element([0x86], Array("V_VP9".utf8)))
+            })
     }
 
     func testVariableLengthIntegersAreReadAsEBMLWritesThem() {
@@ -33,11 +38,11 @@ final class MatroskaTests: XCTestCase {
             ([0x81], .some(1)),
             ([0x40, 0x02], .some(2)),
             ([0x20, 0x00, 0x03], .some(3)),
-            ([0xFF], .some(nil)),                                   // 1-byte unknown size
-            ([0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF], .some(nil)), // 8-byte unknown size
-            ([0x01, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00], nil), // past Int32: unreadable, not a huge read
-            ([0x00, 0x81], nil),                                    // no length marker in the first byte
-            ([0x40], nil),                                          // cut short
+            ([0xFF], .some(nil)),  // 1-byte unknown size
+            ([0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF], .some(nil)),  // 8-byte unknown size
+            ([0x01, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00], nil),  // past Int32: unreadable, not a huge read
+            ([0x00, 0x81], nil),  // no length marker in the first byte
+            ([0x40], nil),  // cut short
             ([], nil),
         ]
         for (bytes, expected) in cases {
@@ -52,13 +57,15 @@ final class MatroskaTests: XCTestCase {
     }
 
     func testTheHeadSaysWhetherThereAreCuesWhereClustersStartAndTheTrackNumbers() throws {
-        let seekHead = element([0x11, 0x4D, 0x9B, 0x74], element([0x4D, 0xBB], element([0x53, 0xAB], [0x1C, 0x53, 0xBB, 0x6B])))
+        let seekHead = element(
+            [0x11, 0x4D, 0x9B, 0x74], element([0x4D, 0xBB], element([0x53, 0xAB], [0x1C, 0x53, 0xBB, 0x6B])))
         let segmentBody = seekHead + tracks([1, 2]) + cluster(0, [simpleBlock(track: 1, relative: 0, key: true)])
         let file = ebmlHeader + element([0x18, 0x53, 0x80, 0x67], segmentBody, unknownSize: true)
         let head = try XCTUnwrap(MatroskaHead(source: BytesSource(file)))
         XCTAssertEqual(head.cues, true, "its SeekHead names the Cues")
         XCTAssertEqual(head.tracks, [1, 2])
-        XCTAssertEqual(head.firstCluster, Int64(file.count - cluster(0, [simpleBlock(track: 1, relative: 0, key: true)]).count))
+        XCTAssertEqual(
+            head.firstCluster, Int64(file.count - cluster(0, [simpleBlock(track: 1, relative: 0, key: true)]).count))
         XCTAssertEqual(head.trackNumber(ofStream: 1, mediaStreams: [0, 1]), 2)
         XCTAssertNil(head.trackNumber(ofStream: 1, mediaStreams: [0]), "entries and streams that do not pair up")
 
@@ -67,15 +74,21 @@ final class MatroskaTests: XCTestCase {
         XCTAssertTrue(MatroskaHead.startsAMatroskaFile(BytesSource(noCues)))
         XCTAssertNil(try MatroskaHead(source: BytesSource(Array("RIFF....WAVE".utf8))), "not Matroska")
         // A Tracks element claiming more than the head holds ends the walk: no tracks, no Cluster.
-        let lying = ebmlHeader + element([0x18, 0x53, 0x80, 0x67], [0x16, 0x54, 0xAE, 0x6B, 0x10, 0xFF, 0xFF, 0xFF], unknownSize: true)
+        let lying =
+            ebmlHeader
+            + element([0x18, 0x53, 0x80, 0x67], [0x16, 0x54, 0xAE, 0x6B, 0x10, 0xFF, 0xFF, 0xFF], unknownSize: true)
         let cut = try XCTUnwrap(MatroskaHead(source: BytesSource(lying)))
         XCTAssertEqual(cut.tracks, [])
         XCTAssertNil(cut.firstCluster)
     }
 
     func testClustersAndTheirBlocksAreFoundInARunOfBytes() throws {
-        let first = cluster(1000, [simpleBlock(track: 1, relative: 0, key: true), simpleBlock(track: 2, relative: 5, key: true),
-                                   simpleBlock(track: 1, relative: 40, key: false)])
+        let first = cluster(
+            1000,
+            [
+                simpleBlock(track: 1, relative: 0, key: true), simpleBlock(track: 2, relative: 5, key: true),
+                simpleBlock(track: 1, relative: 40, key: false),
+            ])
         let second = cluster(2000, [simpleBlock(track: 1, relative: -3, key: true)])
         let bytes = Array(repeating: 0x00, count: 7) + first + second
         let found = MatroskaClusters.clusters(in: bytes)
@@ -96,7 +109,9 @@ final class MatroskaTests: XCTestCase {
         XCTAssertTrue(partial.blocks.isEmpty)
         XCTAssertEqual(partial.cut?.keyframe, true, "the key frame whose header the bytes hold")
         // A Cluster ID followed by no Timecode is no Cluster (bytes inside an attachment).
-        XCTAssertNil(MatroskaClusters.cluster(in: element([0x1F, 0x43, 0xB6, 0x75], element([0xEC], [0, 0])), at: 0, whole: false))
+        XCTAssertNil(
+            MatroskaClusters.cluster(
+                in: element([0x1F, 0x43, 0xB6, 0x75], element([0xEC], [0, 0])), at: 0, whole: false))
         // Unknown size: it ends where an element no Cluster holds begins.
         let live = cluster(10, [simpleBlock(track: 1, relative: 0, key: true)], unknownSize: true) + cluster(20, [])
         XCTAssertEqual(MatroskaClusters.clusters(in: live).map(\.timecode), [10, 20])

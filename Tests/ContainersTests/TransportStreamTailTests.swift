@@ -1,13 +1,16 @@
-@testable import Containers
 import XCTest
+
+@testable import Containers
 
 /// An MPEG-TS tail built in memory: the durations its PES timestamps give, as libavformat would
 /// set them, and what a damaged or wrapped clock does to them.
 final class TransportStreamTailTests: XCTestCase {
     /// A 188-byte packet of `pid` starting a PES with `pts` (a video or audio stream ID).
     private func packet(pid: Int, pts: Int64, streamID: UInt8) -> [UInt8] {
-        let stamp: [UInt8] = [0x21 | UInt8((pts >> 29) & 0x0E), UInt8((pts >> 22) & 0xFF), UInt8(((pts >> 14) & 0xFE) | 1),
-                              UInt8((pts >> 7) & 0xFF), UInt8(((pts << 1) & 0xFE) | 1)]
+        let stamp: [UInt8] = [
+            0x21 | UInt8((pts >> 29) & 0x0E), UInt8((pts >> 22) & 0xFF), UInt8(((pts >> 14) & 0xFE) | 1),
+            UInt8((pts >> 7) & 0xFF), UInt8(((pts << 1) & 0xFE) | 1),
+        ]
         let header: [UInt8] = [0x47, 0x40 | UInt8(pid >> 8), UInt8(pid & 0xFF), 0x10]
         let pes: [UInt8] = [0, 0, 1, streamID, 0, 0, 0x80, 0x80, 5] + stamp
         return header + pes + Array(repeating: 0xFF, count: 188 - header.count - pes.count)
@@ -41,8 +44,11 @@ final class TransportStreamTailTests: XCTestCase {
     }
 
     func testNoTimestampsGiveNoDurations() throws {
-        XCTAssertNil(try TransportStreamTail.durations(of: [video], source: BytesSource(Array(repeating: 0x47, count: 188 * 20))))
+        XCTAssertNil(
+            try TransportStreamTail.durations(of: [video], source: BytesSource(Array(repeating: 0x47, count: 188 * 20)))
+        )
         XCTAssertNil(try TransportStreamTail.durations(of: [video], source: BytesSource([])))
-        XCTAssertNil(try TransportStreamTail.durations(of: [], source: BytesSource(packet(pid: 0x100, pts: 1, streamID: 0xE0))))
+        XCTAssertNil(
+            try TransportStreamTail.durations(of: [], source: BytesSource(packet(pid: 0x100, pts: 1, streamID: 0xE0))))
     }
 }

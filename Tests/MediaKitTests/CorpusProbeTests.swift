@@ -25,11 +25,13 @@ final class CorpusProbeTests: XCTestCase {
     func manifest() throws -> [Row] {
         try MediaFixtures.corpusManifest().map { f in
             guard let file = f["local_file"], let rc = f["ffprobe_rc"], let format = f["format_name"],
-                  let duration = f["duration"], let streams = f["nb_streams"], let codecs = f["codecs"] else {
+                let duration = f["duration"], let streams = f["nb_streams"], let codecs = f["codecs"]
+            else {
                 throw CorpusMissing(detail: "MANIFEST.tsv row without the ffprobe columns: \(f)")
             }
-            return Row(file: file, ffprobeOK: rc == "0", format: format, duration: Double(duration),
-                       streams: Int(streams) ?? 0, codecs: codecs.split(separator: ",").map(String.init))
+            return Row(
+                file: file, ffprobeOK: rc == "0", format: format, duration: Double(duration),
+                streams: Int(streams) ?? 0, codecs: codecs.split(separator: ",").map(String.init))
         }
     }
 
@@ -48,12 +50,15 @@ final class CorpusProbeTests: XCTestCase {
             XCTAssertEqual(size, row["size_bytes"].flatMap { Int64($0) }, "\(file): missing or of another size")
             checksums += "\(row["sha256"] ?? "")  \(file)\n"
             if let dump = row["oracle_dump"], !dump.isEmpty, let name = dump.split(separator: " ").first {
-                XCTAssertTrue(FileManager.default.fileExists(atPath: MediaFixtures.corpus + "/" + name), "\(name) is missing")
+                XCTAssertTrue(
+                    FileManager.default.fileExists(atPath: MediaFixtures.corpus + "/" + name), "\(name) is missing")
             }
         }
         let listed = try TempDirectory()
         try checksums.write(toFile: listed.file("sha256.txt"), atomically: true, encoding: .utf8)
-        let check = try runProcess("/bin/sh", ["-c", "cd \"$0\" && sha256sum --quiet -c \"$1\"", MediaFixtures.corpus, listed.file("sha256.txt")])
+        let check = try runProcess(
+            "/bin/sh",
+            ["-c", "cd \"$0\" && sha256sum --quiet -c \"$1\"", MediaFixtures.corpus, listed.file("sha256.txt")])
         XCTAssertEqual(check.status, 0, "files differ from MANIFEST.tsv's sha256: \(check.stdoutString)\(check.stderr)")
     }
 
@@ -69,7 +74,9 @@ final class CorpusProbeTests: XCTestCase {
             let remote = Result { try Prober().probe(nginx.url("/" + row.file), session: remoteSession) }
             guard row.ffprobeOK else {
                 for result in [local, remote] {
-                    guard case .failure(let error) = result else { XCTFail("\(row.file): ffprobe fails, we did not"); continue }
+                    guard case .failure(let error) = result else {
+                        XCTFail("\(row.file): ffprobe fails, we did not"); continue
+                    }
                     XCTAssertTrue(error is MediaError || error is FFmpegError, "\(row.file): \(error)")
                 }
                 continue
@@ -82,7 +89,8 @@ final class CorpusProbeTests: XCTestCase {
                 XCTAssertEqual(r.format, row.format, "\(row.file) (\(where_))")
                 XCTAssertEqual(r.tracks.count, row.streams, "\(row.file) (\(where_))")
                 // ffprobe prints "unknown" for streams whose codec it has no descriptor for.
-                XCTAssertEqual(r.tracks.map { $0.codec == "none" ? "unknown" : $0.codec }, row.codecs, "\(row.file) (\(where_))")
+                XCTAssertEqual(
+                    r.tracks.map { $0.codec == "none" ? "unknown" : $0.codec }, row.codecs, "\(row.file) (\(where_))")
                 if let d = row.duration {
                     XCTAssertEqual(r.duration ?? -1, d, accuracy: 0.0015, "\(row.file) (\(where_))")
                 }

@@ -22,7 +22,7 @@ final class DamagedMoovTests: XCTestCase {
 
     override func tearDown() {
         nginx.stop()
-        (media, cache) = (nil, nil) // XCTest keeps every test case object: free the folders now
+        (media, cache) = (nil, nil)  // XCTest keeps every test case object: free the folders now
     }
 
     /// Top-level boxes of `bytes` as (type, offset, size); 32-bit sizes, as the samples have.
@@ -40,7 +40,8 @@ final class DamagedMoovTests: XCTestCase {
 
     /// `sample` with `padding` zero bytes more at the end of its mdat, and the moov's size field
     /// set to `moovSize` (unchanged when nil). Returns the file name and the moov's offset.
-    func craft(_ name: String, from sample: String, moovSize: UInt32?) throws -> (url: String, path: String, moov: Int) {
+    func craft(_ name: String, from sample: String, moovSize: UInt32?) throws -> (url: String, path: String, moov: Int)
+    {
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: MediaFixtures.samples + "/" + sample)))
         let layout = boxes(bytes)
         let mdat = try XCTUnwrap(layout.first { $0.type == "mdat" })
@@ -98,7 +99,9 @@ final class DamagedMoovTests: XCTestCase {
         let file = try craft("huge.mp4", from: "faststart.mp4", moovSize: 0x7FFF_0000)
         XCTAssertThrowsError(try probe(file.url)) { error in
             guard case .malformed(_, let detail) = error as? MediaError else { return XCTFail("\(error)") }
-            XCTAssertTrue(detail.contains("the moov box at offset \(file.moov) claims 2147418112 bytes but the file ends at"), detail)
+            XCTAssertTrue(
+                detail.contains("the moov box at offset \(file.moov) claims 2147418112 bytes but the file ends at"),
+                detail)
         }
         XCTAssertEqual(try bytesSent(), BoxWalker.defaultFirstRequest, "the first request only")
     }
@@ -107,10 +110,11 @@ final class DamagedMoovTests: XCTestCase {
         let file = try craft("limit.mp4", from: "faststart.mp4", moovSize: nil)
         var prober = Prober()
         prober.walker.firstRequest = 1024
-        prober.walker.maxHeaderBox = 4000 // the sample's moov is 4715 bytes
+        prober.walker.maxHeaderBox = 4000  // the sample's moov is 4715 bytes
         XCTAssertThrowsError(try probe(file.url, prober: prober)) { error in
             XCTAssertTrue("\(error)".contains("more than the 4000-byte limit for a header"), "\(error)")
         }
-        XCTAssertEqual(try nginx.waitForAccessLog(count: 1).map(\.range), ["bytes=0-1023"], "the moov's body is never asked for")
+        XCTAssertEqual(
+            try nginx.waitForAccessLog(count: 1).map(\.range), ["bytes=0-1023"], "the moov's body is never asked for")
     }
 }

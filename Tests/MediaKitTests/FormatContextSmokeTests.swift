@@ -9,11 +9,13 @@ import XCTest
 final class FormatContextSmokeTests: XCTestCase {
 
     func testOpensSamplesWithLibavformat() throws {
-        let mp4 = try FormatContext(source: try LocalFileSource(input: "faststart.mp4", path: MediaFixtures.samples + "/faststart.mp4"))
+        let mp4 = try FormatContext(
+            source: try LocalFileSource(input: "faststart.mp4", path: MediaFixtures.samples + "/faststart.mp4"))
         XCTAssertTrue(mp4.formatName.contains("mp4"))
         XCTAssertEqual(mp4.codecNames, ["h264", "aac"])
 
-        let webm = try FormatContext(source: try LocalFileSource(input: "sample.webm", path: MediaFixtures.samples + "/sample.webm"))
+        let webm = try FormatContext(
+            source: try LocalFileSource(input: "sample.webm", path: MediaFixtures.samples + "/sample.webm"))
         XCTAssertTrue(webm.formatName.contains("webm"))
         XCTAssertEqual(webm.codecNames, ["vp9", "opus"])
     }

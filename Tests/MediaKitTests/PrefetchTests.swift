@@ -22,17 +22,20 @@ final class PrefetchTests: XCTestCase {
 
     override func tearDown() {
         nginx.stop()
-        cache = nil // XCTest keeps every test case object: free the folder now
+        cache = nil  // XCTest keeps every test case object: free the folder now
     }
 
     func online() throws -> MediaSession { try MediaFixtures.session(cacheDir: cache.path) }
     func offline() throws -> MediaSession { try MediaFixtures.session(cacheDir: cache.path, offline: true) }
 
     @discardableResult
-    func prefetch(_ name: String, start: Double, seconds: Double, tracks: TrackSelection = .defaults) throws -> PrefetchPlan {
+    func prefetch(
+        _ name: String, start: Double, seconds: Double, tracks: TrackSelection = .defaults
+    ) throws -> PrefetchPlan {
         let session = try online()
-        let (plan, _, source) = try PrefetchPlanner().plan(nginx.url("/" + name), session: session, start: start,
-                                                           seconds: seconds, tracks: tracks)
+        let (plan, _, source) = try PrefetchPlanner().plan(
+            nginx.url("/" + name), session: session, start: start,
+            seconds: seconds, tracks: tracks)
         try Prefetcher().fetch(plan, source: source, cancellation: session.cancellation)
         return plan
     }
@@ -52,7 +55,8 @@ final class PrefetchTests: XCTestCase {
         // What the server sent: at most 1.1× the floor, in at most merged ranges + 2 requests.
         let log = try nginx.waitForAccessLog(count: 3)
         let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
-        XCTAssertLessThanOrEqual(Double(sent), 1.1 * Double(plan.floorBytes) + 65_536, "sent \(sent), floor \(plan.floorBytes)")
+        XCTAssertLessThanOrEqual(
+            Double(sent), 1.1 * Double(plan.floorBytes) + 65_536, "sent \(sent), floor \(plan.floorBytes)")
         XCTAssertLessThanOrEqual(log.count, plan.sampleRanges.count + 2)
 
         // Offline: the window plays; the buffered ranges say so; another window is a clear miss.
@@ -64,7 +68,8 @@ final class PrefetchTests: XCTestCase {
         for track in buffered where track.kind == .video || track.kind == .audio {
             XCTAssertTrue(track.ranges.contains { $0.lowerBound <= 12.3 && $0.upperBound >= 17.3 }, "\(track.ranges)")
         }
-        XCTAssertThrowsError(try Checker().check(nginx.url("/long.mp4"), session: try offline(), start: 25, seconds: 2)) { error in
+        XCTAssertThrowsError(try Checker().check(nginx.url("/long.mp4"), session: try offline(), start: 25, seconds: 2))
+        { error in
             guard case .offlineMiss(_, let range) = error as? SourceError else { return XCTFail("got \(error)") }
             XCTAssertGreaterThan(range.lowerBound, plan.sampleRanges.last!.upperBound)
         }
@@ -72,8 +77,10 @@ final class PrefetchTests: XCTestCase {
 
     func testFaststartFromTheStart() throws {
         let plan = try prefetch("long-faststart.mp4", start: 0, seconds: 4)
-        XCTAssertEqual(plan.tracks.first { $0.kind == .video }?.firstTime ?? -1, 0, accuracy: 0.1, "the first key frame (DTS)")
-        let checked = try Checker().check(nginx.url("/long-faststart.mp4"), session: try offline(), start: 0, seconds: 4)
+        XCTAssertEqual(
+            plan.tracks.first { $0.kind == .video }?.firstTime ?? -1, 0, accuracy: 0.1, "the first key frame (DTS)")
+        let checked = try Checker().check(
+            nginx.url("/long-faststart.mp4"), session: try offline(), start: 0, seconds: 4)
         XCTAssertTrue(checked.ok, "\(checked.tracks)")
         XCTAssertEqual(checked.tracks.first { $0.kind == .video }?.frames ?? 0, 100, accuracy: 2)
     }
@@ -91,9 +98,12 @@ final class PrefetchTests: XCTestCase {
         let log = try nginx.waitForAccessLog(count: later.missing.count)
         XCTAssertEqual(log.count, later.missing.count)
         for entry in log {
-            let bounds = try XCTUnwrap(entry.range).dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
-            XCTAssertEqual(cached.gaps(in: bounds[0]..<bounds[1] + 1), [bounds[0]..<bounds[1] + 1],
-                           "re-requested cached bytes: \(entry.range ?? "-")")
+            let bounds = try XCTUnwrap(entry.range).dropFirst("bytes=".count).split(separator: "-").compactMap {
+                Int64($0)
+            }
+            XCTAssertEqual(
+                cached.gaps(in: bounds[0]..<bounds[1] + 1), [bounds[0]..<bounds[1] + 1],
+                "re-requested cached bytes: \(entry.range ?? "-")")
         }
     }
 
@@ -101,39 +111,51 @@ final class PrefetchTests: XCTestCase {
         for name in ["fragmented.mp4", "audio-only.m4a", "two-audio.mp4"] {
             let plan = try prefetch(name, start: 1, seconds: 2, tracks: .all)
             XCTAssertFalse(plan.estimated, name)
-            let checked = try Checker().check(nginx.url("/" + name), session: try offline(), start: 1, seconds: 2, tracks: .all)
+            let checked = try Checker().check(
+                nginx.url("/" + name), session: try offline(), start: 1, seconds: 2, tracks: .all)
             XCTAssertTrue(checked.ok, "\(name): \(checked.tracks)")
             for t in checked.tracks { XCTAssertGreaterThan(t.frames, 0, "\(name) #\(t.index)") }
         }
         let session = try online()
-        let (defaults, _, _) = try PrefetchPlanner().plan(nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1)
+        let (defaults, _, _) = try PrefetchPlanner().plan(
+            nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1)
         XCTAssertEqual(defaults.tracks.map(\.index), [0, 1], "the default video and the default (English) audio")
-        let (audio, _, _) = try PrefetchPlanner().plan(nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
-                                                        tracks: .some(indices: [], kinds: [.audio]))
+        let (audio, _, _) = try PrefetchPlanner().plan(
+            nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
+            tracks: .some(indices: [], kinds: [.audio]))
         XCTAssertEqual(audio.tracks.map(\.index), [1, 2])
-        let (onlyAudio, _, _) = try PrefetchPlanner().plan(nginx.url("/audio-only.m4a"), session: session, start: 0, seconds: 1)
+        let (onlyAudio, _, _) = try PrefetchPlanner().plan(
+            nginx.url("/audio-only.m4a"), session: session, start: 0, seconds: 1)
         XCTAssertEqual(onlyAudio.tracks.map(\.kind), [.audio])
-        XCTAssertThrowsError(try PrefetchPlanner().plan(nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
-                                                        tracks: .some(indices: [7], kinds: [])))
+        XCTAssertThrowsError(
+            try PrefetchPlanner().plan(
+                nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
+                tracks: .some(indices: [7], kinds: [])))
     }
 
     /// MPEG-TS has no index: the window is estimated from the bit rate, and the plan says so.
     func testContainerWithoutIndexGetsAnEstimatedWindowAndSaysSo() throws {
         let media = try XCTUnwrap(Self.media)
         let dir = try TempDirectory()
-        let ts = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-i", media.file("long.mp4"), "-c", "copy", "-f", "mpegts", dir.file("long.ts")])
+        let ts = try runProcess(
+            "/usr/bin/ffmpeg",
+            ["-v", "error", "-i", media.file("long.mp4"), "-c", "copy", "-f", "mpegts", dir.file("long.ts")])
         XCTAssertEqual(ts.status, 0, ts.stderr)
         let server = try NginxServer(root: dir.path)
-        let (plan, _, _) = try PrefetchPlanner().plan(server.url("/long.ts"), session: try online(), start: 10, seconds: 2)
+        let (plan, _, _) = try PrefetchPlanner().plan(
+            server.url("/long.ts"), session: try online(), start: 10, seconds: 2)
         XCTAssertTrue(plan.estimated)
-        XCTAssertTrue(plan.note?.contains("mpegts has no usable index here: the byte window is estimated from the bit rate") == true,
-                      plan.note ?? "")
+        XCTAssertTrue(
+            plan.note?.contains("mpegts has no usable index here: the byte window is estimated from the bit rate")
+                == true,
+            plan.note ?? "")
     }
 
     /// A WebM whose last Cue point comes before the window: the Cues place it from there to the
     /// end of the file (before: estimated from the bit rate, as if it had no index).
     func testCuesPlaceAWindowPastTheirLastPoint() throws {
-        let (plan, _, _) = try PrefetchPlanner().plan(nginx.url("/sample.webm"), session: try online(), start: 1, seconds: 1)
+        let (plan, _, _) = try PrefetchPlanner().plan(
+            nginx.url("/sample.webm"), session: try online(), start: 1, seconds: 1)
         XCTAssertFalse(plan.estimated)
         XCTAssertTrue(plan.note?.contains("the clusters its Cues place") == true, plan.note ?? "")
         XCTAssertEqual(plan.sampleRanges.last?.upperBound, 81_685, "to the end of the file")
@@ -155,7 +177,8 @@ final class PrefetchTests: XCTestCase {
         try prefetcher.fetch(ranges, source: source, cancellation: session.cancellation)
         let requests = server.requests
         XCTAssertEqual(requests.count, 6)
-        XCTAssertEqual(Set(requests.map(\.connection)).count, 6, "one connection per range: \(requests.map(\.connection))")
+        XCTAssertEqual(
+            Set(requests.map(\.connection)).count, 6, "one connection per range: \(requests.map(\.connection))")
         XCTAssertTrue(ranges.allSatisfy { source.isLocal($0) })
     }
 

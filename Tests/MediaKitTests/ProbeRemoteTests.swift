@@ -19,7 +19,7 @@ final class ProbeRemoteTests: XCTestCase {
 
     override func tearDown() {
         nginx.stop()
-        dir = nil // XCTest keeps every test case object: free the folder now
+        dir = nil  // XCTest keeps every test case object: free the folder now
     }
 
     func probe(_ name: String, prober: Prober = Prober()) throws -> ProbeResult {
@@ -55,8 +55,9 @@ final class ProbeRemoteTests: XCTestCase {
         XCTAssertGreaterThan(moov.end, 1024)
         XCTAssertEqual(r.fetch.requests, 2)
         let log = try nginx.waitForAccessLog(count: 2)
-        XCTAssertEqual(log.last?.range, "bytes=1024-\(moov.end + prober.walker.afterMoov - 1)",
-                       "the rest of the moov, the next header and the first samples in one request")
+        XCTAssertEqual(
+            log.last?.range, "bytes=1024-\(moov.end + prober.walker.afterMoov - 1)",
+            "the rest of the moov, the next header and the first samples in one request")
     }
 
     func testFragmentedAndOtherContainers() throws {
@@ -85,12 +86,16 @@ final class ProbeRemoteTests: XCTestCase {
 
     func testRepeatAndOfflineProbeMakeNoRequests() throws {
         _ = try probe("moov-at-end.mp4")
-        let offline = try Prober().probe(nginx.url("/moov-at-end.mp4"),
-                                         session: try MediaFixtures.session(cacheDir: dir.file("cache"), offline: true))
+        let offline = try Prober().probe(
+            nginx.url("/moov-at-end.mp4"),
+            session: try MediaFixtures.session(cacheDir: dir.file("cache"), offline: true))
         XCTAssertEqual(offline.fetch.requests, 0)
         XCTAssertEqual(offline.tracks.count, 2)
-        XCTAssertThrowsError(try Prober().probe(nginx.url("/faststart.mp4"),
-                                                session: try MediaFixtures.session(cacheDir: dir.file("cache"), offline: true))) { error in
+        XCTAssertThrowsError(
+            try Prober().probe(
+                nginx.url("/faststart.mp4"),
+                session: try MediaFixtures.session(cacheDir: dir.file("cache"), offline: true))
+        ) { error in
             guard case .offlineMiss = error as? SourceError else { return XCTFail("got \(error)") }
         }
     }
@@ -98,7 +103,9 @@ final class ProbeRemoteTests: XCTestCase {
     func testAHugeBoxSizeIsAnErrorNotACrash() throws {
         // ftyp, then a 64-bit mdat size of Int64.max: walking must not overflow.
         var bytes: [UInt8] = [0, 0, 0, 16] + Array("ftypisom".utf8) + [0, 0, 2, 0]
-        bytes += [0, 0, 0, 1] + Array("mdat".utf8) + [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 64)
+        bytes +=
+            [0, 0, 0, 1] + Array("mdat".utf8) + [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+            + [UInt8](repeating: 0, count: 64)
         let path = dir.file("huge-box.mp4")
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         XCTAssertThrowsError(try Prober().probe(path, session: try MediaFixtures.session(cacheDir: nil))) { error in

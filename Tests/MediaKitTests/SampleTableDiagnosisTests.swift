@@ -22,7 +22,7 @@ final class SampleTableDiagnosisTests: XCTestCase {
     let session = { () -> MediaSession? in try? MediaFixtures.session(cacheDir: nil) }()
 
     override func setUpWithError() throws { dir = try TempDirectory() }
-    override func tearDown() { dir = nil } // XCTest keeps every test case object: free the folder now
+    override func tearDown() { dir = nil }  // XCTest keeps every test case object: free the folder now
 
     static func sample() throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: MediaFixtures.samples + "/faststart.mp4")))
@@ -52,19 +52,24 @@ final class SampleTableDiagnosisTests: XCTestCase {
 
     func patched(_ bytes: [UInt8], _ table: Table, count: UInt32, name: String) throws -> String {
         var bytes = bytes
-        for i in 0..<4 { bytes[table.offset + table.countOffset + i] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(i))) }
+        for i in 0..<4 {
+            bytes[table.offset + table.countOffset + i] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(i)))
+        }
         let path = dir.file(name)
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }
 
     /// A failure must be a media error naming the table, track and count; FFmpeg's words are not enough.
-    func assertExplained(_ result: Result<some Any, Error>, _ table: Table, _ count: UInt32, _ what: String,
-                         line: UInt = #line) -> Bool {
+    func assertExplained(
+        _ result: Result<some Any, Error>, _ table: Table, _ count: UInt32, _ what: String,
+        line: UInt = #line
+    ) -> Bool {
         guard case .failure(let error) = result else { return false }
         XCTAssertTrue(error is MediaError, "\(what): \(error)", line: line)
-        XCTAssertTrue("\(error)".contains("the \(table.type) box of track \(table.track) claims \(count)"), "\(what): \(error)",
-                      line: line)
+        XCTAssertTrue(
+            "\(error)".contains("the \(table.type) box of track \(table.track) claims \(count)"), "\(what): \(error)",
+            line: line)
         return true
     }
 
@@ -77,8 +82,10 @@ final class SampleTableDiagnosisTests: XCTestCase {
         for round in 0..<48 {
             let table = tables[Int(random.next() % UInt64(tables.count))]
             // Just past what the box holds, a few times more, a megabyte's worth, or the top of the range.
-            let counts: [UInt32] = [UInt32(table.size), UInt32(table.size) * 8, 1 << 20 + UInt32(random.next() % 1000),
-                                    UInt32.max - UInt32(random.next() % 3), UInt32(Int32.max)]
+            let counts: [UInt32] = [
+                UInt32(table.size), UInt32(table.size) * 8, 1 << 20 + UInt32(random.next() % 1000),
+                UInt32.max - UInt32(random.next() % 3), UInt32(Int32.max),
+            ]
             let count = counts[Int(random.next() % UInt64(counts.count))]
             let path = try patched(bytes, table, count: count, name: "fuzz-\(round).mp4")
             let what = "round \(round): \(table.type) of track \(table.track) = \(count)"
@@ -89,7 +96,8 @@ final class SampleTableDiagnosisTests: XCTestCase {
             var thumbnailer = Thumbnailer()
             thumbnailer.options.times = .count(3)
             thumbnailer.options.width = 64
-            if assertExplained(Result { try thumbnailer.make(path, session: session) }, table, count, "thumbs, " + what) {
+            if assertExplained(Result { try thumbnailer.make(path, session: session) }, table, count, "thumbs, " + what)
+            {
                 failures += 1
             }
         }
@@ -106,8 +114,12 @@ final class SampleTableDiagnosisTests: XCTestCase {
         var thumbnailer = Thumbnailer()
         thumbnailer.options.times = .at([1.5])
         XCTAssertThrowsError(try thumbnailer.make(path, session: session)) { error in
-            XCTAssertEqual(error as? MediaError, .malformed(input: path, detail: "cannot seek track 0 to 1.500 s: the stsz box "
-                                                             + "of track 0 claims 1000000 samples but holds room for 100"))
+            XCTAssertEqual(
+                error as? MediaError,
+                .malformed(
+                    input: path,
+                    detail: "cannot seek track 0 to 1.500 s: the stsz box "
+                        + "of track 0 claims 1000000 samples but holds room for 100"))
         }
     }
 
@@ -117,7 +129,8 @@ final class SampleTableDiagnosisTests: XCTestCase {
         let path = try patched(bytes, stsz, count: 1_000_000, name: "check.mp4")
         let result = try Checker().check(path, session: try XCTUnwrap(session), start: 0, seconds: 1)
         XCTAssertFalse(result.ok, "\(result.tracks)")
-        XCTAssertEqual(result.tracks.first?.errors, ["the stsz box of track 0 claims 1000000 samples but holds room for 100"])
+        XCTAssertEqual(
+            result.tracks.first?.errors, ["the stsz box of track 0 claims 1000000 samples but holds room for 100"])
     }
 
     func testContainersNestedWithoutEndAreReadWithinBounds() throws {
@@ -150,8 +163,10 @@ final class SampleTableDiagnosisTests: XCTestCase {
     func testASampleToChunkRunPastTheLastChunkIsNamed() throws {
         let path = MediaFixtures.corpus + "/files/mp4parse-rust__chunk_out_of_range.mp4"
         XCTAssertThrowsError(try Prober().probe(path, session: try XCTUnwrap(session))) { error in
-            XCTAssertTrue("\(error)".contains("the stsc box of track 0 starts a run at chunk 16777217 but the stco box holds 1 chunk"),
-                          "\(error)")
+            XCTAssertTrue(
+                "\(error)".contains(
+                    "the stsc box of track 0 starts a run at chunk 16777217 but the stco box holds 1 chunk"),
+                "\(error)")
         }
     }
 }

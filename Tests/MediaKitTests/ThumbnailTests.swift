@@ -22,7 +22,7 @@ final class ThumbnailTests: XCTestCase {
 
     override func tearDown() {
         nginx.stop()
-        (media, cache) = (nil, nil) // XCTest keeps every test case object: free the folders now
+        (media, cache) = (nil, nil)  // XCTest keeps every test case object: free the folders now
     }
 
     func make(_ path: String, _ configure: (inout ThumbnailOptions) -> Void = { _ in }) throws -> ThumbnailSet {
@@ -47,12 +47,14 @@ final class ThumbnailTests: XCTestCase {
         let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
         // The floor counts what is decoded and read; the fixed 64 KiB first request that finds the
         // moov is mostly unread on this 2 MB file (on the 160 MB benchmark file it is 1.04x in all).
-        XCTAssertLessThanOrEqual(Double(sent), 1.2 * Double(set.floorBytes) + Double(BoxWalker.defaultFirstRequest),
-                                 "sent \(sent), floor \(set.floorBytes)")
+        XCTAssertLessThanOrEqual(
+            Double(sent), 1.2 * Double(set.floorBytes) + Double(BoxWalker.defaultFirstRequest),
+            "sent \(sent), floor \(set.floorBytes)")
         // Everything is cached now: the same thumbnails offline cost nothing.
         var thumbnailer = Thumbnailer()
         thumbnailer.options.times = .count(10)
-        let again = try thumbnailer.make(nginx.url("/long.mp4"), session: try MediaFixtures.session(cacheDir: cache.path, offline: true))
+        let again = try thumbnailer.make(
+            nginx.url("/long.mp4"), session: try MediaFixtures.session(cacheDir: cache.path, offline: true))
         XCTAssertEqual(again.fetch.requests, 0)
     }
 
@@ -70,7 +72,9 @@ final class ThumbnailTests: XCTestCase {
     }
 
     func ffmpegRGB(_ args: [String]) throws -> [UInt8] {
-        let r = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error"] + args + ["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        let r = try runProcess(
+            "/usr/bin/ffmpeg",
+            ["-hide_banner", "-loglevel", "error"] + args + ["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
         XCTAssertEqual(r.status, 0, r.stderr)
         return r.stdout
     }
@@ -78,46 +82,65 @@ final class ThumbnailTests: XCTestCase {
     func testThumbnailsAndSpriteCellsMatchFFmpegsDecodeOfTheSameKeyFrame() throws {
         // PNG is lossless: it is the decoded picture itself. The JPEGs and the sprite cells (drawn
         // into the sheet's YUV frame at their offsets) must look the same.
-        let png = try make(nginx.url("/long.mp4")) { $0.times = .at([0, 7, 21.5]); $0.format = .png }
-        let jpg = try make(nginx.url("/long.mp4")) { $0.times = .at([0, 7, 21.5]); $0.sprite = .grid(columns: 2, rows: 1) }
+        let png = try make(nginx.url("/long.mp4")) {
+            $0.times = .at([0, 7, 21.5]); $0.format = .png
+        }
+        let jpg = try make(nginx.url("/long.mp4")) {
+            $0.times = .at([0, 7, 21.5]); $0.sprite = .grid(columns: 2, rows: 1)
+        }
         XCTAssertEqual(jpg.sprites.map(\.fileName), ["sprite.jpg", "sprite-2.jpg"])
         let dir = try TempDirectory()
         for sheet in jpg.sprites { try Data(sheet.encoded).write(to: URL(fileURLWithPath: dir.file(sheet.fileName))) }
         for (p, t) in zip(png.thumbnails, jpg.thumbnails) {
-            let reference = try ffmpegRGB(["-ss", String(t.pts), "-i", media.file("long.mp4"), "-frames:v", "1",
-                                           "-vf", "scale=\(t.width):\(t.height):flags=bicubic"])
+            let reference = try ffmpegRGB([
+                "-ss", String(t.pts), "-i", media.file("long.mp4"), "-frames:v", "1",
+                "-vf", "scale=\(t.width):\(t.height):flags=bicubic",
+            ])
             let decoded = dir.file(p.fileName), jpeg = dir.file(t.fileName)
             try Data(p.encoded).write(to: URL(fileURLWithPath: decoded))
             try Data(t.encoded).write(to: URL(fileURLWithPath: jpeg))
             XCTAssertGreaterThan(psnr(try ffmpegRGB(["-i", decoded]), reference), 30, "decoded picture at \(t.pts) s")
             XCTAssertGreaterThan(psnr(try ffmpegRGB(["-i", jpeg]), reference), 30, "JPEG at \(t.pts) s")
             let cell = try XCTUnwrap(t.sprite)
-            let cropped = try ffmpegRGB(["-i", dir.file(cell.sheet), "-vf", "crop=\(cell.width):\(cell.height):\(cell.x):\(cell.y)"])
+            let cropped = try ffmpegRGB([
+                "-i", dir.file(cell.sheet), "-vf", "crop=\(cell.width):\(cell.height):\(cell.x):\(cell.y)",
+            ])
             XCTAssertGreaterThan(psnr(cropped, reference), 30, "sprite cell \(cell.fragment) at \(t.pts) s")
         }
         let vtt = try XCTUnwrap(jpg.storyboard)
         XCTAssertTrue(vtt.contains("00:00:21.500 --> 00:00:30.000\nsprite-2.jpg#xywh=0,0,320,180\n"), vtt)
         // A key frame met again after another (0 and 0.5 s share one) is decoded again for its cell.
-        let repeated = try make(media.file("long.mp4")) { $0.times = .at([0, 7, 0.5]); $0.sprite = .automatic }
-        XCTAssertEqual(repeated.thumbnails.compactMap(\.sprite).map(\.fragment),
-                       ["sprite.jpg#xywh=0,0,320,180", "sprite.jpg#xywh=320,0,320,180", "sprite.jpg#xywh=0,180,320,180"])
+        let repeated = try make(media.file("long.mp4")) {
+            $0.times = .at([0, 7, 0.5]); $0.sprite = .automatic
+        }
+        XCTAssertEqual(
+            repeated.thumbnails.compactMap(\.sprite).map(\.fragment),
+            ["sprite.jpg#xywh=0,0,320,180", "sprite.jpg#xywh=320,0,320,180", "sprite.jpg#xywh=0,180,320,180"])
         XCTAssertEqual(repeated.thumbnails[0].encoded, repeated.thumbnails[2].encoded)
     }
 
     func testSheetsTooLargeForTheRealThumbnailSizeSplitIntoMoreSheets() throws {
         // 4096x2304 thumbnails: a 4x4 grid would be a 151 MP sheet; each sheet takes one row of 4.
-        let set = try make(media.file("long.mp4")) { $0.times = .count(6); $0.width = 4096; $0.sprite = .grid(columns: 4, rows: 4) }
+        let set = try make(media.file("long.mp4")) {
+            $0.times = .count(6); $0.width = 4096; $0.sprite = .grid(columns: 4, rows: 4)
+        }
         XCTAssertEqual(set.sprites.map(\.fileName), ["sprite.jpg", "sprite-2.jpg"])
         XCTAssertEqual(set.sprites.map(\.width), [4 * 4096, 2 * 4096])
         XCTAssertEqual(set.sprites.map(\.height), [2304, 2304])
         for sheet in set.sprites { XCTAssertLessThanOrEqual(sheet.width * sheet.height, SpriteLayout.maxPixels) }
-        XCTAssertEqual(set.thumbnails.map { $0.sprite?.fragment }, [
-            "sprite.jpg#xywh=0,0,4096,2304", "sprite.jpg#xywh=4096,0,4096,2304", "sprite.jpg#xywh=8192,0,4096,2304",
-            "sprite.jpg#xywh=12288,0,4096,2304", "sprite-2.jpg#xywh=0,0,4096,2304", "sprite-2.jpg#xywh=4096,0,4096,2304"])
+        XCTAssertEqual(
+            set.thumbnails.map { $0.sprite?.fragment },
+            [
+                "sprite.jpg#xywh=0,0,4096,2304", "sprite.jpg#xywh=4096,0,4096,2304", "sprite.jpg#xywh=8192,0,4096,2304",
+                "sprite.jpg#xywh=12288,0,4096,2304", "sprite-2.jpg#xywh=0,0,4096,2304",
+                "sprite-2.jpg#xywh=4096,0,4096,2304",
+            ])
     }
 
     func testAccurateDecodesUpToTheExactTime() throws {
-        let set = try make(nginx.url("/long.mp4")) { $0.times = .at([3.32, 7.72]); $0.accurate = true; $0.format = .png }
+        let set = try make(nginx.url("/long.mp4")) {
+            $0.times = .at([3.32, 7.72]); $0.accurate = true; $0.format = .png
+        }
         for t in set.thumbnails {
             XCTAssertEqual(t.pts, t.time, accuracy: 0.041, "within a frame of the time")
             XCTAssertEqual(Array(t.encoded.prefix(4)), [0x89, 0x50, 0x4E, 0x47], "a PNG")
@@ -140,7 +163,8 @@ final class ThumbnailTests: XCTestCase {
         var two = Thumbnailer()
         two.options.times = .count(2)
         let corpus = MediaFixtures.corpus + "/files/"
-        let rotated = try two.make(corpus + "androidx-media__internal_emulator_transformer_output_270_rotated.mp4", session: session)
+        let rotated = try two.make(
+            corpus + "androidx-media__internal_emulator_transformer_output_270_rotated.mp4", session: session)
         XCTAssertGreaterThan(rotated.thumbnails[0].height, rotated.thumbnails[0].width, "rotation applied: portrait")
         let wide = try two.make(corpus + "mediabunny__sar_2x1.mp4", session: session)
         XCTAssertEqual(wide.thumbnails[0].width, 320)
@@ -151,15 +175,23 @@ final class ThumbnailTests: XCTestCase {
         XCTAssertEqual(preroll.thumbnails.count, 2, "a discarded pre-roll key frame falls back to the first picture")
 
         let tenBit = try TempDirectory()
-        let r = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25",
-                                                   "-t", "2", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", tenBit.file("10bit.mp4")])
+        let r = try runProcess(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25",
+                "-t", "2", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", tenBit.file("10bit.mp4"),
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(try two.make(tenBit.file("10bit.mp4"), session: session).thumbnails.count, 2, "10-bit video")
 
         // A very large frame (8K): decoded one at a time, scaled down, the picture is the output size.
-        let big = try runProcess("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
-                                                     "testsrc2=size=7680x4320:rate=5", "-t", "0.4", "-c:v", "libx264",
-                                                     "-preset", "ultrafast", tenBit.file("8k.mp4")], timeout: 120)
+        let big = try runProcess(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                "testsrc2=size=7680x4320:rate=5", "-t", "0.4", "-c:v", "libx264",
+                "-preset", "ultrafast", tenBit.file("8k.mp4"),
+            ], timeout: 120)
         XCTAssertEqual(big.status, 0, big.stderr)
         let huge = try two.make(tenBit.file("8k.mp4"), session: session)
         XCTAssertEqual(huge.thumbnails.first?.width, 320)

@@ -19,7 +19,8 @@ final class RemoteSourceFaultTests: XCTestCase {
         var done = 0
         while done < range.count {
             let n = try out.withUnsafeMutableBytes {
-                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]), at: range.lowerBound + Int64(done))
+                try source.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]), at: range.lowerBound + Int64(done))
             }
             if n == 0 { break }
             done += n
@@ -85,7 +86,9 @@ final class RemoteSourceFaultTests: XCTestCase {
         }
         chunked += Array("0\r\n\r\n".utf8)
         let server = try FaultServer()
-        server.route("/chunked", .fixed(status: 200, headers: [("Transfer-Encoding", "chunked")], body: chunked, contentLength: -1))
+        server.route(
+            "/chunked",
+            .fixed(status: 200, headers: [("Transfer-Encoding", "chunked")], body: chunked, contentLength: -1))
         server.route("/unframed", .ignoreRangesWithoutLength(body: body))
         for (path, requests) in [("/chunked", 1), ("/unframed", 2)] {
             let source = try session(dir).open(server.url(path))
@@ -177,7 +180,9 @@ final class RemoteSourceFaultTests: XCTestCase {
         server.route("/v", .fixed(status: 416, headers: [], body: []))
         let source = try session(dir).open(server.url("/v"))
         XCTAssertThrowsError(try readAll(source, 1000..<2000)) { error in
-            guard case .inconsistentOrigin(_, let detail)? = error as? SourceError else { return XCTFail("got \(error)") }
+            guard case .inconsistentOrigin(_, let detail)? = error as? SourceError else {
+                return XCTFail("got \(error)")
+            }
             XCTAssertTrue(detail.contains("416"), detail)
         }
     }
@@ -189,15 +194,21 @@ final class RemoteSourceFaultTests: XCTestCase {
         let dir = try TempDirectory()
         let data = randomBytes(5_000_000, seed: 38)
         let server = try FaultServer()
-        server.route("/lie", .sequence([.serve(body: data, etag: "\"a\""),
-                                        .fixed(status: 416, headers: [("Content-Range", "bytes */10")], body: [])]))
+        server.route(
+            "/lie",
+            .sequence([
+                .serve(body: data, etag: "\"a\""),
+                .fixed(status: 416, headers: [("Content-Range", "bytes */10")], body: []),
+            ]))
         server.route("/shrink", .sequence([.serve(body: data), .serve(body: Array(data[0..<10]))]))
         for path in ["/lie", "/shrink"] {
             let source = try session(dir).open(server.url(path))
             // In 64 KiB reads, as cat does: the first window is not the whole file.
-            XCTAssertThrowsError(try stride(from: Int64(0), to: 5_000_000, by: 65_536).forEach {
-                _ = try readAll(source, $0..<min($0 + 65_536, 5_000_000))
-            }, path) { error in
+            XCTAssertThrowsError(
+                try stride(from: Int64(0), to: 5_000_000, by: 65_536).forEach {
+                    _ = try readAll(source, $0..<min($0 + 65_536, 5_000_000))
+                }, path
+            ) { error in
                 guard case .versionChanged? = error as? SourceError else { return XCTFail("\(path): got \(error)") }
             }
         }
@@ -212,16 +223,20 @@ final class RemoteSourceFaultTests: XCTestCase {
         let blind = try session(dir).open(server.url("/v")), tagged = try session(dir).open(server.url("/w"))
         _ = try readAll(blind, 0..<1000)
         _ = try readAll(tagged, 0..<1000)
-        XCTAssertEqual(blind.warnings.filter { $0.contains("neither ETag nor Last-Modified") }.count, 1, "\(blind.warnings)")
+        XCTAssertEqual(
+            blind.warnings.filter { $0.contains("neither ETag nor Last-Modified") }.count, 1, "\(blind.warnings)")
         XCTAssertTrue(tagged.warnings.isEmpty, "\(tagged.warnings)")
     }
 
     func testNonsenseSizesAreNeitherTrustedNorStored() throws {
         let dir = try TempDirectory()
         let server = try FaultServer()
-        server.route("/v", .fixed(status: 206, headers: [("Content-Range", "bytes 0-65535/-5")],
-                                  body: randomBytes(65_536, seed: 37)))
-        for _ in 0..<2 { // the second time proves nothing poisoned the cache
+        server.route(
+            "/v",
+            .fixed(
+                status: 206, headers: [("Content-Range", "bytes 0-65535/-5")],
+                body: randomBytes(65_536, seed: 37)))
+        for _ in 0..<2 {  // the second time proves nothing poisoned the cache
             let source = try session(dir).open(server.url("/v"))
             XCTAssertThrowsError(try readAll(source, 0..<100)) { error in
                 guard case .badResponse? = error as? FetchError else { return XCTFail("got \(error)") }

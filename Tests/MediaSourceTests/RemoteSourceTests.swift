@@ -21,10 +21,12 @@ final class RemoteSourceTests: XCTestCase {
 
     override func tearDown() {
         nginx.stop()
-        dir = nil // XCTest keeps every test case object: free the folder now
+        dir = nil  // XCTest keeps every test case object: free the folder now
     }
 
-    func session(offline: Bool = false, cache: Bool = true, maxBytes: Int64 = ByteCache.defaultMaxBytes) throws -> MediaSession {
+    func session(
+        offline: Bool = false, cache: Bool = true, maxBytes: Int64 = ByteCache.defaultMaxBytes
+    ) throws -> MediaSession {
         var options = FetchOptions()
         options.timeout = 5
         let byteCache = cache ? try ByteCache(directory: dir.file("cache"), maxBytes: maxBytes) : nil
@@ -38,7 +40,9 @@ final class RemoteSourceTests: XCTestCase {
         var offset = range.lowerBound
         while offset < range.upperBound {
             let want = Int(min(Int64(chunk), range.upperBound - offset))
-            let n = try buffer.withUnsafeMutableBytes { try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset) }
+            let n = try buffer.withUnsafeMutableBytes {
+                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset)
+            }
             if n == 0 { break }
             out += buffer[0..<n]
             offset += Int64(n)
@@ -63,13 +67,15 @@ final class RemoteSourceTests: XCTestCase {
         nginx.clearLog()
         XCTAssertEqual(try read(source, 6_000_000..<6_010_000), Array(data[6_000_000..<6_010_000]))
         let log = try nginx.waitForAccessLog(count: 1)
-        XCTAssertEqual(log.map(\.range), ["bytes=6000000-6262143"], "a seek starts again at the initial window (256 KB)")
+        XCTAssertEqual(
+            log.map(\.range), ["bytes=6000000-6262143"], "a seek starts again at the initial window (256 KB)")
     }
 
     func testOnlyGapsAreFetchedAroundACachedMiddle() throws {
         let s1 = try session()
-        XCTAssertEqual(try read(try s1.open(nginx.url("/m.bin")), 3_000_000..<5_000_000, chunk: 1 << 20),
-                       Array(data[3_000_000..<5_000_000]))
+        XCTAssertEqual(
+            try read(try s1.open(nginx.url("/m.bin")), 3_000_000..<5_000_000, chunk: 1 << 20),
+            Array(data[3_000_000..<5_000_000]))
         nginx.clearLog()
         let source = try session().open(nginx.url("/m.bin"))
         XCTAssertEqual(try read(source, 0..<8_000_000), data)

@@ -1,5 +1,6 @@
-@testable import RangeFetch
 import XCTest
+
+@testable import RangeFetch
 
 /// `Content-Range` values as origins send them, honest and hostile, parsed in memory.
 final class ContentRangeTests: XCTestCase {
@@ -10,14 +11,14 @@ final class ContentRangeTests: XCTestCase {
             ("  BYTES 100-199/200 ", ContentRange(first: 100, last: 199, total: 200)),
             ("bytes 0-99/*", ContentRange(first: 0, last: 99, total: nil)),
             ("bytes */1000", ContentRange(first: nil, last: nil, total: 1000)),
-            ("bytes 99-0/1000", nil),                 // inverted
-            ("bytes 0-1000/1000", nil),               // past the total
-            ("bytes -1-5/10", nil),                   // negative
-            ("bytes 0-5/\(big + 1)", nil),            // a total past any resource
+            ("bytes 99-0/1000", nil),  // inverted
+            ("bytes 0-1000/1000", nil),  // past the total
+            ("bytes -1-5/10", nil),  // negative
+            ("bytes 0-5/\(big + 1)", nil),  // a total past any resource
             ("bytes 0-99999999999999999999/1", nil),  // past Int64
-            ("items 0-1/2", nil),                     // another unit
-            ("bytes 0-1", nil),                       // no total
-            ("bytes 0x0-0x1/2", nil),                 // not decimal
+            ("items 0-1/2", nil),  // another unit
+            ("bytes 0-1", nil),  // no total
+            ("bytes 0x0-0x1/2", nil),  // not decimal
             ("", nil),
         ]
         for (value, expected) in cases {

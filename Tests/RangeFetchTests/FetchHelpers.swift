@@ -24,13 +24,16 @@ final class Collected {
 
 extension RangeFetcher {
     /// Fetches `range` into a `Collected`, returning the outcome and the request tally.
-    func collect(_ url: String, _ range: Range<Int64>, ifRange: String? = nil,
-                 cancellation: Cancellation? = nil) throws -> (FetchOutcome, Collected, FetchCounters) {
+    func collect(
+        _ url: String, _ range: Range<Int64>, ifRange: String? = nil,
+        cancellation: Cancellation? = nil
+    ) throws -> (FetchOutcome, Collected, FetchCounters) {
         let collected = Collected()
         var tally = FetchCounters()
-        let outcome = try fetch(url: url, range: range, ifRange: ifRange, cancellation: cancellation, tally: &tally,
-                                onResponse: { collected.responses.append($0) },
-                                onData: { collected.pieces.append(($0, Array($1))) })
+        let outcome = try fetch(
+            url: url, range: range, ifRange: ifRange, cancellation: cancellation, tally: &tally,
+            onResponse: { collected.responses.append($0) },
+            onData: { collected.pieces.append(($0, Array($1))) })
         return (outcome, collected, tally)
     }
 }

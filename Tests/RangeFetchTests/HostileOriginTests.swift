@@ -8,16 +8,19 @@ import XCTest
 final class HostileOriginTests: XCTestCase {
     let body = randomBytes(5000, seed: 21)
 
-    private func fetchError(_ behavior: FaultBehavior, range: Range<Int64> = 0..<100,
-                            options: FetchOptions = quickOptions(),
-                            file: StaticString = #filePath, line: UInt = #line) throws -> (FetchError?, FaultServer, Collected) {
+    private func fetchError(
+        _ behavior: FaultBehavior, range: Range<Int64> = 0..<100,
+        options: FetchOptions = quickOptions(),
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (FetchError?, FaultServer, Collected) {
         let server = try FaultServer()
         server.route("/v", behavior)
         let collected = Collected()
         var tally = FetchCounters()
         do {
-            _ = try RangeFetcher(options: options).fetch(url: server.url("/v"), range: range, tally: &tally,
-                                                         onData: { collected.pieces.append(($0, Array($1))) })
+            _ = try RangeFetcher(options: options).fetch(
+                url: server.url("/v"), range: range, tally: &tally,
+                onData: { collected.pieces.append(($0, Array($1))) })
             XCTFail("expected an error", file: file, line: line)
             return (nil, server, collected)
         } catch {
@@ -33,8 +36,10 @@ final class HostileOriginTests: XCTestCase {
 
     func testImpossibleSizesAreRefusedNotStored() throws {
         for value in ["bytes 0-99/-5", "bytes 0-99/99999999999999999999", "bytes -1-99/5000", "bytes 0-99/50"] {
-            let (error, _, collected) = try fetchError(.fixed(status: 206, headers: [("Content-Range", value)],
-                                                              body: Array(body[0..<100])))
+            let (error, _, collected) = try fetchError(
+                .fixed(
+                    status: 206, headers: [("Content-Range", value)],
+                    body: Array(body[0..<100])))
             guard case .badResponse? = error else { return XCTFail("\(value): got \(String(describing: error))") }
             XCTAssertTrue(collected.pieces.isEmpty, "\(value): no byte is delivered")
         }
@@ -44,9 +49,12 @@ final class HostileOriginTests: XCTestCase {
     }
 
     func testAnEncodedBodyIsRefusedAndIdentityIsAskedFor() throws {
-        let (error, server, collected) = try fetchError(.fixed(status: 206, headers: [
-            ("Content-Range", "bytes 0-99/5000"), ("Content-Encoding", "gzip"),
-        ], body: Array(body[0..<100])))
+        let (error, server, collected) = try fetchError(
+            .fixed(
+                status: 206,
+                headers: [
+                    ("Content-Range", "bytes 0-99/5000"), ("Content-Encoding", "gzip"),
+                ], body: Array(body[0..<100])))
         guard case .badResponse(_, let detail)? = error else { return XCTFail("got \(String(describing: error))") }
         XCTAssertTrue(detail.contains("gzip"), detail)
         XCTAssertTrue(collected.pieces.isEmpty)
@@ -57,27 +65,33 @@ final class HostileOriginTests: XCTestCase {
         // The body is the 1000 bytes the Content-Range names, but Content-Length claims 2000:
         // before, the broken transfer was retried as the inverted range bytes=2000-1999 and its 416
         // taken as the end of the file.
-        let (error, server, _) = try fetchError(.fixed(status: 206, headers: [("Content-Range", "bytes 1000-1999/5000")],
-                                                       body: Array(body[1000..<2000]), contentLength: 2000),
-                                                range: 1000..<2000)
+        let (error, server, _) = try fetchError(
+            .fixed(
+                status: 206, headers: [("Content-Range", "bytes 1000-1999/5000")],
+                body: Array(body[1000..<2000]), contentLength: 2000),
+            range: 1000..<2000)
         guard case .badResponse(_, let detail)? = error else { return XCTFail("got \(String(describing: error))") }
         XCTAssertTrue(detail.contains("Content-Length"), detail)
         XCTAssertFalse(server.requests.contains { $0.range == "bytes=2000-1999" }, "never an inverted range")
     }
 
     func testABodyLongerThanItsContentRangeIsRefused() throws {
-        let (error, _, collected) = try fetchError(.fixed(status: 206, headers: [("Content-Range", "bytes 0-99/5000")],
-                                                          body: Array(body[0..<300]), contentLength: -1))
+        let (error, _, collected) = try fetchError(
+            .fixed(
+                status: 206, headers: [("Content-Range", "bytes 0-99/5000")],
+                body: Array(body[0..<300]), contentLength: -1))
         guard case .badResponse(_, let detail)? = error else { return XCTFail("got \(String(describing: error))") }
         XCTAssertTrue(detail.contains("past the end"), detail)
-        XCTAssertLessThanOrEqual(collected.pieces.reduce(0) { $0 + $1.1.count }, 100, "nothing past the announced range")
+        XCTAssertLessThanOrEqual(
+            collected.pieces.reduce(0) { $0 + $1.1.count }, 100, "nothing past the announced range")
     }
 
     func testABodyShorterThanItsContentRangeIsResumedNotTakenAsComplete() throws {
         // A close-delimited 206 that stops at byte 400 of the 0-999 it announced ends "cleanly" for
         // libcurl; the rest must be asked for again, not assumed.
-        let short = FaultBehavior.fixed(status: 206, headers: [("Content-Range", "bytes 0-999/5000")],
-                                        body: Array(body[0..<400]), contentLength: -1)
+        let short = FaultBehavior.fixed(
+            status: 206, headers: [("Content-Range", "bytes 0-999/5000")],
+            body: Array(body[0..<400]), contentLength: -1)
         let server = try FaultServer()
         server.route("/v", .sequence([short, .serve(body: body)]))
         let (_, got, _) = try RangeFetcher(options: quickOptions()).collect(server.url("/v"), 0..<1000)
@@ -92,8 +106,10 @@ final class HostileOriginTests: XCTestCase {
 
     func testHugeResponseHeadersAreAClearErrorWithoutRetries() throws {
         let padding = (0..<4000).map { ("X-Pad-\($0)", String(repeating: "a", count: 100)) }
-        let (error, server, _) = try fetchError(.fixed(status: 206, headers: [("Content-Range", "bytes 0-99/5000")] + padding,
-                                                       body: Array(body[0..<100])))
+        let (error, server, _) = try fetchError(
+            .fixed(
+                status: 206, headers: [("Content-Range", "bytes 0-99/5000")] + padding,
+                body: Array(body[0..<100])))
         guard case .badResponse(_, let detail)? = error else { return XCTFail("got \(String(describing: error))") }
         XCTAssertTrue(detail.contains("headers exceed"), detail)
         XCTAssertEqual(server.requests.count, 1)
@@ -109,7 +125,8 @@ final class HostileOriginTests: XCTestCase {
     func testAMalformedRedirectIsTheServersFaultNotTheURLs() throws {
         let (error, _, _) = try fetchError(.redirect(to: "http://[::1/x"))
         guard case .badResponse? = error else { return XCTFail("got \(String(describing: error))") }
-        XCTAssertTrue("\(String(describing: error))".contains("redirects to a malformed URL"), "\(String(describing: error))")
+        XCTAssertTrue(
+            "\(String(describing: error))".contains("redirects to a malformed URL"), "\(String(describing: error))")
     }
 
     /// libcurl calls an answer it cannot use as HTTP (here a 1xx status as the final one) an
@@ -132,14 +149,17 @@ final class HostileOriginTests: XCTestCase {
         let fetcher = RangeFetcher(options: quickOptions())
         for bad in ["/ftp", "/file", "/ftp"] {
             XCTAssertThrowsError(try fetcher.collect(server.url(bad), 0..<10))
-            XCTAssertEqual(try fetcher.collect(server.url("/v"), 0..<100).1.bytes(in: 0..<100), Array(body[0..<100]), "after \(bad)")
+            XCTAssertEqual(
+                try fetcher.collect(server.url("/v"), 0..<100).1.bytes(in: 0..<100), Array(body[0..<100]),
+                "after \(bad)")
         }
     }
 
     func testADrippingServerTimesOutWithinAboutTwiceTheTimeout() throws {
         let started = Date()
-        let (error, server, _) = try fetchError(.drip(bytesPerSecond: 2, then: .serve(body: body)), range: 0..<5000,
-                                                options: quickOptions(timeout: 2))
+        let (error, server, _) = try fetchError(
+            .drip(bytesPerSecond: 2, then: .serve(body: body)), range: 0..<5000,
+            options: quickOptions(timeout: 2))
         XCTAssertEqual(error, .timeout(url: server.url("/v")))
         let elapsed = Date().timeIntervalSince(started)
         XCTAssertLessThan(elapsed, 8, "a drip of 2 bytes/s ends near 2 × the 2 s timeout")
@@ -151,8 +171,11 @@ final class HostileOriginTests: XCTestCase {
         server.route("/secret", .status(403))
         let url = server.url("/secret").replacingOccurrences(of: "http://", with: "http://alice:S3cr3tPW@")
         var tally = FetchCounters()
-        XCTAssertThrowsError(try RangeFetcher(options: quickOptions()).fetch(url: url, range: 0..<10, tally: &tally,
-                                                                               onData: { _, _ in })) { error in
+        XCTAssertThrowsError(
+            try RangeFetcher(options: quickOptions()).fetch(
+                url: url, range: 0..<10, tally: &tally,
+                onData: { _, _ in })
+        ) { error in
             XCTAssertFalse("\(error)".contains("S3cr3tPW"), "\(error)")
             XCTAssertTrue("\(error)".contains("***@127.0.0.1"), "\(error)")
         }
@@ -163,8 +186,10 @@ final class HostileOriginTests: XCTestCase {
     /// Two different Content-Lengths (or ETags, Content-Ranges) in one answer: which the body is
     /// of cannot be known, so it is refused.
     func testTwoDifferentLengthsInOneAnswerAreRefused() throws {
-        let (error, _, collected) = try fetchError(.fixed(status: 200, headers: [("Content-Length", "50")], body: Array(body[0..<100]),
-                                                          contentLength: 100))
+        let (error, _, collected) = try fetchError(
+            .fixed(
+                status: 200, headers: [("Content-Length", "50")], body: Array(body[0..<100]),
+                contentLength: 100))
         guard case .badResponse(_, let detail)? = error else { return XCTFail("got \(String(describing: error))") }
         XCTAssertTrue(detail.contains("two different content-length"), detail)
         XCTAssertTrue(collected.pieces.isEmpty)
@@ -188,8 +213,11 @@ final class HostileOriginTests: XCTestCase {
         }
         var tally = FetchCounters()
         let started = Date()
-        XCTAssertThrowsError(try RangeFetcher(options: quickOptions(timeout: 5)).fetch(url: "http://127.0.0.1:\(port)/v", range: 0..<100,
-                                                                                        tally: &tally, onData: { _, _ in })) { error in
+        XCTAssertThrowsError(
+            try RangeFetcher(options: quickOptions(timeout: 5)).fetch(
+                url: "http://127.0.0.1:\(port)/v", range: 0..<100,
+                tally: &tally, onData: { _, _ in })
+        ) { error in
             guard case .badResponse(_, let detail)? = error as? FetchError else { return XCTFail("got \(error)") }
             XCTAssertTrue(detail.contains("interim"), detail)
         }

@@ -24,7 +24,8 @@ final class RangeFetcherFaultTests: XCTestCase {
     func testIfRangeIsSentAndAChangedResourceComesBackWhole() throws {
         let server = try FaultServer()
         server.route("/v", .serve(body: body, etag: "\"new\""))
-        let (outcome, _, _) = try RangeFetcher(options: quickOptions()).collect(server.url("/v"), 100..<200, ifRange: "\"old\"")
+        let (outcome, _, _) = try RangeFetcher(options: quickOptions()).collect(
+            server.url("/v"), 100..<200, ifRange: "\"old\"")
         XCTAssertEqual(server.requests.first?.headers["if-range"], "\"old\"")
         XCTAssertEqual(server.requests.first?.range, "bytes=100-199")
         guard case .delivered(let info) = outcome else { return XCTFail("expected bytes") }
@@ -40,7 +41,7 @@ final class RangeFetcherFaultTests: XCTestCase {
         let fetcher = RangeFetcher(options: quickOptions())
         let failed = Atomic<Int>(0), peak = Atomic<Int>(0)
         let group = DispatchGroup()
-        for _ in 0..<40 { // threads of their own: all 40 transfers run at once
+        for _ in 0..<40 {  // threads of their own: all 40 transfers run at once
             group.enter()
             Thread {
                 if (try? fetcher.collect(server.url("/v"), 0..<1000)) == nil { failed.add(1, ordering: .relaxed) }
@@ -106,7 +107,8 @@ final class RangeFetcherFaultTests: XCTestCase {
 
     func testStalledTransferTimesOutAndIsRetried() throws {
         let server = try FaultServer()
-        server.route("/v", .sequence([.stall(afterBytes: 1000, seconds: 30, then: .serve(body: body)), .serve(body: body)]))
+        server.route(
+            "/v", .sequence([.stall(afterBytes: 1000, seconds: 30, then: .serve(body: body)), .serve(body: body)]))
         let started = Date()
         let (_, got, tally) = try RangeFetcher(options: quickOptions(timeout: 1)).collect(server.url("/v"), 0..<50_000)
         XCTAssertLessThan(Date().timeIntervalSince(started), 10)
@@ -157,7 +159,10 @@ final class RangeFetcherFaultTests: XCTestCase {
         let cancellation = Cancellation()
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { cancellation.cancel() }
         let started = Date()
-        XCTAssertThrowsError(try RangeFetcher(options: quickOptions(timeout: 30)).collect(server.url("/v"), 0..<1000, cancellation: cancellation)) { error in
+        XCTAssertThrowsError(
+            try RangeFetcher(options: quickOptions(timeout: 30)).collect(
+                server.url("/v"), 0..<1000, cancellation: cancellation)
+        ) { error in
             XCTAssertEqual(error as? FetchError, .cancelled(url: server.url("/v")))
         }
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
@@ -181,7 +186,8 @@ final class RangeFetcherFaultTests: XCTestCase {
         let (_, got, _) = try fetcher.collect(allowed.url("/v"), 0..<100)
         XCTAssertEqual(got.bytes(in: 0..<100), Array(body[0..<100]))
         XCTAssertThrowsError(try fetcher.collect(allowed.url("/hop"), 0..<100)) { error in
-            XCTAssertEqual(error as? FetchError, .addressRefused(url: allowed.url("/hop"), address: "127.0.0.1:\(refused.port)"))
+            XCTAssertEqual(
+                error as? FetchError, .addressRefused(url: allowed.url("/hop"), address: "127.0.0.1:\(refused.port)"))
         }
         XCTAssertThrowsError(try fetcher.collect(refused.url("/v"), 0..<100))
         XCTAssertTrue(refused.requests.isEmpty, "no byte reached the refused server")

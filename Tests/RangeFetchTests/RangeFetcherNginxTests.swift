@@ -22,8 +22,9 @@ final class RangeFetcherNginxTests: XCTestCase {
         let log = try nginx.waitForAccessLog(count: 10)
         XCTAssertEqual(log.count, 10)
         XCTAssertEqual(Set(log.map(\.connection)).count, 1, "ten requests, one TCP connection")
-        XCTAssertEqual(log.map(\.range), stride(from: 0, to: 1_000_000, by: 100_000).map { "bytes=\($0)-\($0 + 49_999)" },
-                       "every request is a closed range")
+        XCTAssertEqual(
+            log.map(\.range), stride(from: 0, to: 1_000_000, by: 100_000).map { "bytes=\($0)-\($0 + 49_999)" },
+            "every request is a closed range")
         XCTAssertEqual(log.map(\.bodyBytesSent), Array(repeating: 50_000, count: 10))
         XCTAssertEqual(fetcher.counters.connections, 1)
     }
@@ -59,7 +60,8 @@ final class RangeFetcherNginxTests: XCTestCase {
         }
         group.wait()
         XCTAssertEqual(results.values.flatMap { $0 }, data)
-        XCTAssertGreaterThanOrEqual(fetcher.counters.connections, 2, "transfers ran in parallel on separate connections")
+        XCTAssertGreaterThanOrEqual(
+            fetcher.counters.connections, 2, "transfers ran in parallel on separate connections")
     }
 
     func testHTTP2OverTLSWithPrivateCA() throws {

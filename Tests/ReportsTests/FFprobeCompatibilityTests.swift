@@ -23,13 +23,16 @@ final class FFprobeCompatibilityTests: XCTestCase {
             let result = Result { try Prober().details(input, session: session) }
             guard oracle.status == 0 else {
                 rejected += 1
-                guard case .failure(let error) = result else { XCTFail("\(name): ffprobe fails (\(oracle.stderr)), mprobe did not"); continue }
+                guard case .failure(let error) = result else {
+                    XCTFail("\(name): ffprobe fails (\(oracle.stderr)), mprobe did not"); continue
+                }
                 XCTAssertTrue(error is MediaError && "\(error)".contains(name), "\(name): \(error)")
                 continue
             }
             guard case .success(let details) = result else { XCTFail("\(name): \(result)"); continue }
-            let differences = try FFprobeOracle.differences(ffprobe: oracle.stdout, mprobe: Array(FFprobeReport.text(details).utf8),
-                                                            input: input)
+            let differences = try FFprobeOracle.differences(
+                ffprobe: oracle.stdout, mprobe: Array(FFprobeReport.text(details).utf8),
+                input: input)
             XCTAssertEqual(differences, [], name)
             compared += 1
         }
@@ -40,8 +43,12 @@ final class FFprobeCompatibilityTests: XCTestCase {
     /// ffprobe's layout: four spaces a level, `"key": value`, an empty object or array with an
     /// empty line inside, as `ffprobe -show_entries` prints one.
     func testLayoutIsFFprobes() {
-        let json = JSON.object([("programs", .array([])), ("streams", .array([.object([("index", .int(0)), ("tags", .object([]))])]))])
-        XCTAssertEqual(json.text(indentedBy: 4), """
+        let json = JSON.object([
+            ("programs", .array([])), ("streams", .array([.object([("index", .int(0)), ("tags", .object([]))])])),
+        ])
+        XCTAssertEqual(
+            json.text(indentedBy: 4),
+            """
             {
                 "programs": [
 

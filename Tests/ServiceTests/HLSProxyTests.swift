@@ -11,13 +11,17 @@ final class HLSProxyTests: XCTestCase {
     /// 12 s in 2 s MPEG-TS segments, two variants behind a master playlist.
     override func setUpWithError() throws {
         www = try TempDirectory(prefix: "mprobe-hls")
-        let r = try runProcess("ffmpeg", [
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-            "-i", "sine=frequency=440:sample_rate=48000", "-t", "12",
-            "-filter_complex", "[0:v]split=2[a][b];[b]scale=160:90[c]", "-map", "[a]", "-map", "[c]", "-map", "1:a", "-map", "1:a",
-            "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
-            "-hls_playlist_type", "vod", "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1",
-            "-hls_segment_filename", www.file("v%v_%d.ts"), www.file("v%v.m3u8")])
+        let r = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+                "-i", "sine=frequency=440:sample_rate=48000", "-t", "12",
+                "-filter_complex", "[0:v]split=2[a][b];[b]scale=160:90[c]", "-map", "[a]", "-map", "[c]", "-map", "1:a",
+                "-map", "1:a",
+                "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
+                "-hls_playlist_type", "vod", "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1",
+                "-hls_segment_filename", www.file("v%v_%d.ts"), www.file("v%v.m3u8"),
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         nginx = try NginxServer(root: www.path)
     }
@@ -35,16 +39,19 @@ final class HLSProxyTests: XCTestCase {
         let uris = reply.text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
         XCTAssertEqual(uris.count, 2)
         for uri in uris {
-            XCTAssertTrue(uri.hasPrefix("/v1/stream/v") && uri.contains(".m3u8?url=http%3A%2F%2F127.0.0.1%3A"), String(uri))
+            XCTAssertTrue(
+                uri.hasPrefix("/v1/stream/v") && uri.contains(".m3u8?url=http%3A%2F%2F127.0.0.1%3A"), String(uri))
             XCTAssertTrue(uri.hasSuffix("&token=s3cret"), "players that cannot send headers keep the token: \(uri)")
         }
         // A variant's playlist: its segments too.
         let variant = try HTTPClient.request("GET", service.base + String(uris[0]))
-        XCTAssertEqual(variant.text.split(separator: "\n").filter { $0.hasSuffix(".ts&token=s3cret") }.count, 6, variant.text)
+        XCTAssertEqual(
+            variant.text.split(separator: "\n").filter { $0.hasSuffix(".ts&token=s3cret") }.count, 6, variant.text)
 
         for pass in 1...2 {
             nginx.clearLog()
-            let play = try runProcess("ffmpeg", ["-v", "error", "-i", master, "-map", "0:v:0", "-map", "0:a:0", "-f", "null", "-"])
+            let play = try runProcess(
+                "ffmpeg", ["-v", "error", "-i", master, "-map", "0:v:0", "-map", "0:a:0", "-f", "null", "-"])
             XCTAssertEqual(play.status, 0, play.stderr)
             let log = try nginx.accessLog()
             if pass == 2 { XCTAssertEqual(log.count, 0, "played again from the cache: \(log.map(\.path))") }
@@ -55,7 +62,8 @@ final class HLSProxyTests: XCTestCase {
     func testAfterAPrefetchJobTheWindowPlaysThroughTheProxyWithTheOriginStopped() throws {
         let service = try ServiceHarness()
         defer { service.stop() }
-        let body = #"{"type": "prefetch", "url": "\#(nginx.url("/v0.m3u8"))", "start": 6, "seconds": 4, "first_segment": true}"#
+        let body =
+            #"{"type": "prefetch", "url": "\#(nginx.url("/v0.m3u8"))", "start": 6, "seconds": 4, "first_segment": true}"#
         let submitted = try service.postJob(body)
         XCTAssertEqual(submitted.status, 202, submitted.text)
         let job = try service.waitForJob(try XCTUnwrap(try submitted.json()["id"] as? String))
@@ -66,7 +74,8 @@ final class HLSProxyTests: XCTestCase {
         let playlist = service.url("/v1/stream", origin: nginx.url("/v0.m3u8"))
         // ffmpeg reads the first segment to learn the streams, tries the next ones for its analysis
         // (they fail: the origin is gone, and it skips them), then seeks into the window.
-        let play = try runProcess("ffmpeg", ["-v", "error", "-ss", "6.5", "-i", playlist, "-t", "3", "-map", "0:v", "-f", "framecrc", "-"])
+        let play = try runProcess(
+            "ffmpeg", ["-v", "error", "-ss", "6.5", "-i", playlist, "-t", "3", "-map", "0:v", "-f", "framecrc", "-"])
         XCTAssertEqual(play.status, 0, "the prefetched window plays with the origin gone: \(play.stderr)")
         let frames = play.stdoutString.split(separator: "\n").filter { !$0.hasPrefix("#") }.count
         XCTAssertGreaterThanOrEqual(frames, 88, "3 s of 30 fps video")
@@ -79,9 +88,13 @@ final class HLSProxyTests: XCTestCase {
     /// proxy (its BaseURLs resolved and gone, the template's identifiers kept for the player).
     func testADASHManifestPointsBackAtTheProxyAndFFmpegPlaysItThenFromTheCacheAlone() throws {
         let dash = try TempDirectory(prefix: "mprobe-dash")
-        let r = try runProcess("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
-                                          "-i", "sine", "-t", "6", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac",
-                                          "-f", "dash", "-seg_duration", "2", dash.file("manifest.mpd")])
+        let r = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi",
+                "-i", "sine", "-t", "6", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac",
+                "-f", "dash", "-seg_duration", "2", dash.file("manifest.mpd"),
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         let origin = try NginxServer(root: dash.path)
         defer { origin.stop() }
@@ -91,13 +104,16 @@ final class HLSProxyTests: XCTestCase {
         let reply = try HTTPClient.request("GET", manifest)
         XCTAssertEqual(reply.status, 200, reply.text)
         XCTAssertFalse(reply.text.contains("<BaseURL"), reply.text)
-        XCTAssertTrue(reply.text.contains(#"media="/v1/stream/chunk-stream$RepresentationID$-$Number%05d$.m4s?url=http%3A%2F%2F127.0.0.1%3A"#),
-                      reply.text)
+        XCTAssertTrue(
+            reply.text.contains(
+                #"media="/v1/stream/chunk-stream$RepresentationID$-$Number%05d$.m4s?url=http%3A%2F%2F127.0.0.1%3A"#),
+            reply.text)
         for pass in 1...2 {
             origin.clearLog()
             let play = try runProcess("ffmpeg", ["-v", "error", "-i", manifest, "-map", "0:v", "-f", "framecrc", "-"])
             XCTAssertEqual(play.status, 0, play.stderr)
-            XCTAssertEqual(play.stdoutString.split(separator: "\n").filter { !$0.hasPrefix("#") }.count, 180, "6 s at 30 fps")
+            XCTAssertEqual(
+                play.stdoutString.split(separator: "\n").filter { !$0.hasPrefix("#") }.count, 180, "6 s at 30 fps")
             if pass == 2 { XCTAssertEqual(try origin.accessLog().count, 0, "played again from the cache") }
         }
     }
@@ -107,17 +123,22 @@ final class HLSProxyTests: XCTestCase {
     func testEveryURIFormIsRoutedOrThePlaylistRefused() throws {
         let service = try ServiceHarness()
         defer { service.stop() }
-        let crlf = "#EXTM3U\r\n#EXT-X-MAP:URI=v0_0.ts\r\n#EXT-X-KEY:METHOD=AES-128,URI=key.bin,IV=0x1\r\n#EXTINF:2,\r\nv0_1.ts\r\n#EXT-X-ENDLIST\r\n"
+        let crlf =
+            "#EXTM3U\r\n#EXT-X-MAP:URI=v0_0.ts\r\n#EXT-X-KEY:METHOD=AES-128,URI=key.bin,IV=0x1\r\n#EXTINF:2,\r\nv0_1.ts\r\n#EXT-X-ENDLIST\r\n"
         try Data(crlf.utf8).write(to: URL(fileURLWithPath: www.file("forms.m3u8")))
         let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/forms.m3u8")))
         XCTAssertEqual(reply.status, 200, reply.text)
         let lines = reply.text.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines.contains { $0.hasPrefix("#EXT-X-MAP:URI=\"/v1/stream/v0_0.ts?url=") }, reply.text)
-        XCTAssertTrue(lines.contains { $0.hasPrefix("#EXT-X-KEY:METHOD=AES-128,URI=\"/v1/stream/key.bin?url=") && $0.hasSuffix(",IV=0x1") },
-                      reply.text)
+        XCTAssertTrue(
+            lines.contains {
+                $0.hasPrefix("#EXT-X-KEY:METHOD=AES-128,URI=\"/v1/stream/key.bin?url=") && $0.hasSuffix(",IV=0x1")
+            },
+            reply.text)
         XCTAssertTrue(lines.contains { $0.hasPrefix("/v1/stream/v0_1.ts?url=") }, reply.text)
         for (name, line) in [("local.m3u8", "file:///etc/passwd"), ("odd.m3u8", "http://exa mple.invalid/x.ts")] {
-            try Data("#EXTM3U\n#EXTINF:2,\n\(line)\n#EXT-X-ENDLIST\n".utf8).write(to: URL(fileURLWithPath: www.file(name)))
+            try Data("#EXTM3U\n#EXTINF:2,\n\(line)\n#EXT-X-ENDLIST\n".utf8).write(
+                to: URL(fileURLWithPath: www.file(name)))
             let refused = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/" + name)))
             XCTAssertEqual(refused.status, 502, "\(name): \(refused.text)")
         }
@@ -132,11 +153,15 @@ final class HLSProxyTests: XCTestCase {
         let service = try ServiceHarness()
         defer { service.stop() }
         let playlist = nginx.url("/signed.m3u8") + "?X-Amz-Signature=PLSECRET"
-        let id = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(playlist)", "start": 2, "seconds": 2}"#).json()["id"] as? String)
+        let id = try XCTUnwrap(
+            try service.postJob(#"{"type": "prefetch", "url": "\#(playlist)", "start": 2, "seconds": 2}"#).json()["id"]
+                as? String)
         let job = try service.waitForJob(id)
         XCTAssertEqual(job["state"] as? String, "done", "\(job)")
-        let answers = [try service.get("/v1/jobs/" + id).text, try service.get("/v1/jobs").text,
-                       try HTTPClient.request("GET", service.url("/v1/probe", origin: playlist)).text]
+        let answers = [
+            try service.get("/v1/jobs/" + id).text, try service.get("/v1/jobs").text,
+            try HTTPClient.request("GET", service.url("/v1/probe", origin: playlist)).text,
+        ]
         for answer in answers {
             XCTAssertFalse(answer.contains("SECRET"), answer)
         }

@@ -25,11 +25,16 @@ final class OpenAPITests: XCTestCase {
     }
 
     func testItDescribesExactlyTheRoutesTheServerHas() throws {
-        let document = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: OpenAPITests.documentPath))) as? [String: Any])
+        let document = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: OpenAPITests.documentPath)))
+                as? [String: Any])
         XCTAssertEqual(document["openapi"] as? String, "3.1.0")
         let paths = try XCTUnwrap(document["paths"] as? [String: [String: Any]])
         let methods: Set<String> = ["get", "head", "post", "put", "delete", "patch", "options"]
-        let described = Set(paths.flatMap { path, operations in operations.keys.filter(methods.contains).map { "\($0.uppercased()) \(path)" } })
+        let described = Set(
+            paths.flatMap { path, operations in
+                operations.keys.filter(methods.contains).map { "\($0.uppercased()) \(path)" }
+            })
         let served = Set(Service.endpoints.flatMap { endpoint in endpoint.methods.map { "\($0) \(endpoint.path)" } })
         XCTAssertEqual(described.subtracting(served).sorted(), [], "described but not served")
         XCTAssertEqual(served.subtracting(described).sorted(), [], "served but not described")
@@ -51,7 +56,9 @@ final class OpenAPITests: XCTestCase {
         defer { nginx.stop() }
         let service = try ServiceHarness()
         defer { service.stop() }
-        let document = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: OpenAPITests.documentPath))) as? [String: Any])
+        let document = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: OpenAPITests.documentPath)))
+                as? [String: Any])
         let paths = try XCTUnwrap(document["paths"] as? [String: [String: Any]])
         let schemas = try XCTUnwrap((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
         let media = nginx.url("/faststart.mp4")
@@ -61,20 +68,26 @@ final class OpenAPITests: XCTestCase {
         let calls: [(String, String, String, [UInt8]?)] = [
             ("GET", "/healthz", "/healthz", nil), ("GET", "/v1/health", "/v1/health", nil),
             ("GET", "/v1/probe", "/v1/probe?url=" + media, nil), ("GET", "/v1/cache", "/v1/cache", nil),
-            ("GET", "/v1/cache/resources", "/v1/cache/resources", nil), ("GET", "/v1/cache/ranges", "/v1/cache/ranges?url=" + media, nil),
+            ("GET", "/v1/cache/resources", "/v1/cache/resources", nil),
+            ("GET", "/v1/cache/ranges", "/v1/cache/ranges?url=" + media, nil),
             ("GET", "/v1/jobs", "/v1/jobs?limit=5", nil), ("GET", "/v1/jobs/{id}", "/v1/jobs/" + id, nil),
-            ("GET", "/v1/jobs/{id}", "/v1/jobs/nope", nil), ("POST", "/v1/jobs", "/v1/jobs", Array(#"{"type": "nope"}"#.utf8)),
+            ("GET", "/v1/jobs/{id}", "/v1/jobs/nope", nil),
+            ("POST", "/v1/jobs", "/v1/jobs", Array(#"{"type": "nope"}"#.utf8)),
             ("POST", "/v1/jobs", "/v1/jobs", Array(#"{"type": "prefetch", "url": "\#(media)", "seconds": 1}"#.utf8)),
             ("DELETE", "/v1/jobs/{id}", "/v1/jobs/" + id, nil), ("DELETE", "/v1/cache", "/v1/cache?url=" + media, nil),
         ]
         for (method, template, target, body) in calls {
             let reply = try HTTPClient.request(method, service.url(target), body: body)
-            let operation = try XCTUnwrap(paths[template]?[method.lowercased()] as? [String: Any], "\(method) \(template)")
+            let operation = try XCTUnwrap(
+                paths[template]?[method.lowercased()] as? [String: Any], "\(method) \(template)")
             let responses = try XCTUnwrap(operation["responses"] as? [String: Any])
-            let described = try XCTUnwrap((responses["\(reply.status)"] ?? responses["default"]) as? [String: Any],
-                                          "\(method) \(target) answered \(reply.status), which the document does not list")
-            guard let content = described["content"] as? [String: Any], let json = content["application/json"] as? [String: Any],
-                  let schema = json["schema"] as? [String: Any] else { continue }
+            let described = try XCTUnwrap(
+                (responses["\(reply.status)"] ?? responses["default"]) as? [String: Any],
+                "\(method) \(target) answered \(reply.status), which the document does not list")
+            guard let content = described["content"] as? [String: Any],
+                let json = content["application/json"] as? [String: Any],
+                let schema = json["schema"] as? [String: Any]
+            else { continue }
             let answer = try JSONSerialization.jsonObject(with: Data(reply.body))
             // An object, or an array of the schema's items.
             let objects = (answer as? [String: Any]).map { [$0] } ?? (answer as? [[String: Any]] ?? [])
@@ -82,7 +95,9 @@ final class OpenAPITests: XCTestCase {
             XCTAssertTrue(answer is [String: Any] || answer is [Any], "\(method) \(target)")
             for object in objects {
                 for member in OpenAPITests.required(answer is [Any] ? itemSchema : schema, schemas: schemas) {
-                    XCTAssertNotNil(object[member], "\(method) \(target) (\(reply.status)) lacks \(member), which the document requires")
+                    XCTAssertNotNil(
+                        object[member],
+                        "\(method) \(target) (\(reply.status)) lacks \(member), which the document requires")
                 }
             }
         }
@@ -91,7 +106,8 @@ final class OpenAPITests: XCTestCase {
     /// The schema a `$ref` names, or the schema itself.
     private static func resolved(_ schema: [String: Any], schemas: [String: [String: Any]]) -> [String: Any] {
         guard let reference = schema["$ref"] as? String, let name = reference.split(separator: "/").last,
-              let target = schemas[String(name)] else { return schema }
+            let target = schemas[String(name)]
+        else { return schema }
         return resolved(target, schemas: schemas)
     }
 

@@ -8,12 +8,15 @@ enum PrometheusText {
     static func checkedSamples(_ text: String) throws -> [String: Double] {
         let checked = try runProcess("promtool", ["check", "metrics"], stdin: Array(text.utf8), timeout: 60)
         guard checked.status == 0 else {
-            throw TestSupportError.processFailed(command: "promtool check metrics", status: checked.status,
-                                                 stderr: checked.stdoutString + checked.stderr)
+            throw TestSupportError.processFailed(
+                command: "promtool check metrics", status: checked.status,
+                stderr: checked.stdoutString + checked.stderr)
         }
         var samples: [String: Double] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
             samples[String(line[..<space])] = value
         }
         return samples

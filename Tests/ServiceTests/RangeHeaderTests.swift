@@ -1,5 +1,6 @@
-@testable import Service
 import XCTest
+
+@testable import Service
 
 /// A player's `Range` header against a resource of 1000 bytes, as the proxy reads it (RFC 9110).
 final class RangeHeaderTests: XCTestCase {
@@ -11,14 +12,14 @@ final class RangeHeaderTests: XCTestCase {
             ("bytes=-100", .part(900..<1000)),
             ("bytes=-5000", .part(0..<1000)),
             ("bytes=990-5000", .part(990..<1000)),
-            (" Bytes = 5-5 ", .whole),                              // space inside the unit
+            (" Bytes = 5-5 ", .whole),  // space inside the unit
             ("bytes= 5-5", .part(5..<6)),
             ("bytes=1000-", .unsatisfiable),
-            ("bytes=99999999999999999999-", .unsatisfiable),        // past Int64: past the end
-            ("bytes=0-99999999999999999999", .part(0..<1000)),      // past Int64: to the end
+            ("bytes=99999999999999999999-", .unsatisfiable),  // past Int64: past the end
+            ("bytes=0-99999999999999999999", .part(0..<1000)),  // past Int64: to the end
             ("bytes=-0", .unsatisfiable),
-            ("bytes=50-10", .whole),                                // inverted: ignored, as RFC 9110 allows
-            ("bytes=0-1,5-6", .whole),                              // several ranges: the whole body
+            ("bytes=50-10", .whole),  // inverted: ignored, as RFC 9110 allows
+            ("bytes=0-1,5-6", .whole),  // several ranges: the whole body
             ("items=0-1", .whole),
             ("bytes=a-b", .whole),
             ("bytes=+1-2", .whole),

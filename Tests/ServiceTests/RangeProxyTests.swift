@@ -30,7 +30,8 @@ final class RangeProxyTests: XCTestCase {
             XCTAssertEqual(reply.headers["content-length"], "\(expected.count)")
             XCTAssertEqual(reply.headers["accept-ranges"], "bytes")
             if status == 206 {
-                XCTAssertEqual(reply.headers["content-range"], "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/3000000")
+                XCTAssertEqual(
+                    reply.headers["content-range"], "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/3000000")
             }
             XCTAssertEqual(reply.headers["etag"], direct.headers["etag"], "the origin's ETag")
             XCTAssertEqual(reply.headers["last-modified"], direct.headers["last-modified"])
@@ -38,7 +39,8 @@ final class RangeProxyTests: XCTestCase {
         }
         let past = try HTTPClient.request("GET", url, headers: ["Range": "bytes=3000000-"])
         XCTAssertEqual(past.status, 416)
-        XCTAssertEqual(try HTTPClient.request("GET", url, headers: ["Range": "bytes=99999999999999999999-"]).status, 416)
+        XCTAssertEqual(
+            try HTTPClient.request("GET", url, headers: ["Range": "bytes=99999999999999999999-"]).status, 416)
         XCTAssertEqual(past.headers["content-range"], "bytes */3000000")
         let head = try HTTPClient.request("HEAD", url, headers: ["Range": "bytes=10-19"])
         XCTAssertEqual(head.status, 206)
@@ -49,7 +51,9 @@ final class RangeProxyTests: XCTestCase {
         // Everything above was fetched once: the origin sent each byte at most once.
         let log = try nginx.accessLog()
         let sent = log.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
-        XCTAssertLessThanOrEqual(sent, Int64(data.count), "cached bytes are served from disk: \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
+        XCTAssertLessThanOrEqual(
+            sent, Int64(data.count),
+            "cached bytes are served from disk: \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
     }
 
     /// A first request whose range starts past any size an origin may have (the largest Int64
@@ -61,8 +65,10 @@ final class RangeProxyTests: XCTestCase {
         origin.route("/v.mp4", .serve(body: data))
         let service = try ServiceHarness()
         defer { service.stop() }
-        for (i, range) in ["bytes=9223372036854775807-", "bytes=9223372036854775806-9223372036854775807",
-                           "bytes=1125899906842624-", "bytes=5000-"].enumerated() {
+        for (i, range) in [
+            "bytes=9223372036854775807-", "bytes=9223372036854775806-9223372036854775807",
+            "bytes=1125899906842624-", "bytes=5000-",
+        ].enumerated() {
             let url = service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=\(i)"))
             let reply = try HTTPClient.request("GET", url, headers: ["Range": range])
             XCTAssertEqual(reply.status, 416, range)
@@ -72,7 +78,8 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertTrue(whole.status == 200 && whole.body == data)
         // The same from an origin that ignores ranges (its whole body says where the end is).
         origin.route("/norange.mp4", .ignoreRanges(body: data))
-        let past = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/norange.mp4")), headers: ["Range": "bytes=5000-"])
+        let past = try HTTPClient.request(
+            "GET", service.url("/v1/stream", origin: origin.url("/norange.mp4")), headers: ["Range": "bytes=5000-"])
         XCTAssertEqual(past.status, 416, past.text)
     }
 
@@ -87,8 +94,10 @@ final class RangeProxyTests: XCTestCase {
         origin.route("/bad", .serve(body: page, contentType: "video/mp4\u{1B}[31m"))
         let service = try ServiceHarness()
         defer { service.stop() }
-        for (path, type) in [("/p.html", "application/octet-stream"), ("/s.svg", "application/octet-stream"),
-                             ("/v.mp4", "video/mp4"), ("/bad", "application/octet-stream")] {
+        for (path, type) in [
+            ("/p.html", "application/octet-stream"), ("/s.svg", "application/octet-stream"),
+            ("/v.mp4", "video/mp4"), ("/bad", "application/octet-stream"),
+        ] {
             let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url(path)))
             XCTAssertEqual(reply.headers["content-type"], type, path)
             XCTAssertEqual(reply.headers["x-content-type-options"], "nosniff", path)
@@ -101,16 +110,21 @@ final class RangeProxyTests: XCTestCase {
         let origin = try FaultServer()
         // The first request sends 100 KB, then pauses 3 s: players must get those 100 KB at once,
         // not when the window is complete.
-        origin.route("/v.mp4", .sequence([.stall(afterBytes: 100_000, seconds: 3, then: .serve(body: data)), .serve(body: data)]))
+        origin.route(
+            "/v.mp4",
+            .sequence([.stall(afterBytes: 100_000, seconds: 3, then: .serve(body: data)), .serve(body: data)]))
         let service = try ServiceHarness()
         defer { service.stop() }
-        let target = "/v1/stream?url=" + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let target =
+            "/v1/stream?url="
+            + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         let started = Date()
         let players = try (0..<5).map { _ in try RawHTTPConnection(port: service.service.port) }
         for player in players { player.get(target, headers: ["Range": "bytes=0-"]) }
         let firsts = players.map { $0.read(atLeast: 50_000, timeout: 10) }
         XCTAssertTrue(firsts.allSatisfy { $0.count >= 50_000 })
-        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5, "the first bytes reached every player while the origin paused")
+        XCTAssertLessThan(
+            Date().timeIntervalSince(started), 2.5, "the first bytes reached every player while the origin paused")
         for (player, first) in zip(players, firsts) {
             let headerLength = (first.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0)
             let all = first + player.read(atLeast: headerLength + 4_000_000 - first.count, timeout: 60)
@@ -130,20 +144,24 @@ final class RangeProxyTests: XCTestCase {
         origin.route("/v.mp4", .drip(bytesPerSecond: 2_000_000, then: .serve(body: data)))
         let service = try ServiceHarness()
         defer { service.stop() }
-        let target = "/v1/stream?url=" + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let target =
+            "/v1/stream?url="
+            + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         do {
             let player = try RawHTTPConnection(port: service.service.port)
             player.get(target, headers: ["Range": "bytes=0-"])
             XCTAssertGreaterThan(player.read(atLeast: 100_000, timeout: 10).count, 0)
-        } // the player hangs up here
+        }  // the player hangs up here
         Thread.sleep(forTimeInterval: 3)
         let stats = try service.get("/v1/cache").json()
-        let fetched = (try service.get("/metrics").text).split(separator: "\n")
+        let fetched =
+            (try service.get("/metrics").text).split(separator: "\n")
             .first { $0.hasPrefix("mprobe_origin_bytes_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
         XCTAssertLessThan(fetched, 10_000_000, "the origin transfer stopped when the player left (\(stats))")
         let before = fetched
         Thread.sleep(forTimeInterval: 1)
-        let after = (try service.get("/metrics").text).split(separator: "\n")
+        let after =
+            (try service.get("/metrics").text).split(separator: "\n")
             .first { $0.hasPrefix("mprobe_origin_bytes_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
         XCTAssertEqual(after, before, "and nothing is fetched any more")
     }
@@ -160,15 +178,18 @@ final class RangeProxyTests: XCTestCase {
         let service = try ServiceHarness(limits: limits)
         defer { service.stop() }
         for k in 0..<20 {
-            let target = "/v1/stream?url=" + (origin.url("/slow.mp4?k=\(k)").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            let target =
+                "/v1/stream?url="
+                + (origin.url("/slow.mp4?k=\(k)").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
             let player = try RawHTTPConnection(port: service.service.port)
             player.get(target)
-        } // each hangs up at once
+        }  // each hangs up at once
         Thread.sleep(forTimeInterval: 2)
         let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4")))
         XCTAssertEqual(reply.status, 200, "a real player gets a slot: \(reply.text)")
         let gone = service.log.filter { $0.contains("/v1/stream?url=") && $0.contains("slow.mp4") }
-        XCTAssertEqual(gone.count, 20, "every abandoned request ended within 2 s, long before the origin's 30 s: \(service.log)")
+        XCTAssertEqual(
+            gone.count, 20, "every abandoned request ended within 2 s, long before the origin's 30 s: \(service.log)")
     }
 
     func testAnOriginThatFailsOrChangesMidStreamEndsTheResponseShort() throws {
@@ -184,7 +205,8 @@ final class RangeProxyTests: XCTestCase {
             let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url(path)))
             XCTAssertEqual(reply.headers["content-length"], "3000000", path)
             XCTAssertLessThan(reply.body.count, 3_000_000, "\(path): the response ends short")
-            XCTAssertTrue(reply.body == Array(v1[0..<reply.body.count]), "\(path): what was sent is v1's bytes, nothing else")
+            XCTAssertTrue(
+                reply.body == Array(v1[0..<reply.body.count]), "\(path): what was sent is v1's bytes, nothing else")
         }
     }
 }

@@ -27,11 +27,14 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(probe["format"] as? String, "mov,mp4,m4a,3gp,3g2,mj2")
         XCTAssertEqual((probe["moov"] as? [String: Any])?["position"] as? String, "end")
         XCTAssertEqual((probe["tracks"] as? [Any])?.count, 2)
-        let cli = try runProcess(try mprobeBinary(), [nginx.url("/moov-at-end.mp4"), "--json", "--cache-dir", service.dir.file("cli")])
+        let cli = try runProcess(
+            try mprobeBinary(), [nginx.url("/moov-at-end.mp4"), "--json", "--cache-dir", service.dir.file("cli")])
         let expected = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(cli.stdout)) as? [String: Any])
         XCTAssertEqual(Set(probe.keys), Set(expected.keys), "the same object as mprobe probe --json")
         func canonical(_ value: Any?) throws -> String {
-            String(decoding: try JSONSerialization.data(withJSONObject: [value ?? NSNull()], options: [.sortedKeys]), as: UTF8.self)
+            String(
+                decoding: try JSONSerialization.data(withJSONObject: [value ?? NSNull()], options: [.sortedKeys]),
+                as: UTF8.self)
         }
         for key in ["size", "format", "duration", "bit_rate", "moov", "fragmented", "tracks", "tags"] {
             XCTAssertEqual(try canonical(probe[key]), try canonical(expected[key]), key)
@@ -66,7 +69,9 @@ final class ServiceAPITests: XCTestCase {
         let done = try service.get("/v1/jobs?state=done").json()
         XCTAssertEqual((done["jobs"] as? [[String: Any]])?.map { $0["id"] as? String }, [id])
         XCTAssertEqual((try service.get("/v1/jobs?state=queued").json()["jobs"] as? [Any])?.count, 0)
-        XCTAssertEqual(try HTTPClient.request("DELETE", service.url("/v1/jobs/\(id)")).status, 409, "a finished job stays finished")
+        XCTAssertEqual(
+            try HTTPClient.request("DELETE", service.url("/v1/jobs/\(id)")).status, 409, "a finished job stays finished"
+        )
         XCTAssertEqual(try service.get("/v1/jobs/nope").status, 404)
     }
 
@@ -74,7 +79,8 @@ final class ServiceAPITests: XCTestCase {
         let service = try ServiceHarness(token: "s3cret")
         defer { service.stop() }
         let auth = ["Authorization": "Bearer s3cret"]
-        let body = #"{"type": "thumbnails", "url": ["\#(nginx.url("/faststart.mp4"))", "\#(nginx.url("/moov-at-end.mp4"))"], "count": 4, "width": 160, "sprite": "2x2"}"#
+        let body =
+            #"{"type": "thumbnails", "url": ["\#(nginx.url("/faststart.mp4"))", "\#(nginx.url("/moov-at-end.mp4"))"], "count": 4, "width": 160, "sprite": "2x2"}"#
         let id = try XCTUnwrap(try service.postJob(body, headers: auth).json()["id"] as? String)
         let job = try service.waitForJob(id, headers: auth)
         XCTAssertEqual(job["state"] as? String, "done", "\(job)")
@@ -95,7 +101,9 @@ final class ServiceAPITests: XCTestCase {
             let cue = try XCTUnwrap(vtt.text.split(separator: "\n").first { $0.contains("#xywh=") })
             let reference = String(cue.split(separator: "#")[0])
             XCTAssertTrue(reference.contains("token=s3cret"), reference)
-            let sprite = try HTTPClient.request("GET", URL(string: reference, relativeTo: URL(string: service.url(files + "thumbs.vtt")))!.absoluteString)
+            let sprite = try HTTPClient.request(
+                "GET",
+                URL(string: reference, relativeTo: URL(string: service.url(files + "thumbs.vtt")))!.absoluteString)
             XCTAssertEqual(sprite.status, 200)
             XCTAssertEqual(Array(sprite.body.prefix(2)), [0xFF, 0xD8])
         }
@@ -114,8 +122,10 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(job["state"] as? String, "done", "\(job)")
         let text = try service.get("/v1/jobs/\(id)").text + (try service.get("/v1/cache").text)
         XCTAssertFalse(text.contains("sigSECRET") || text.contains("credSECRET"), text)
-        for name in try FileManager.default.contentsOfDirectory(atPath: service.dir.file("cache")) where name.hasSuffix(".sqlite")
-            || name.hasSuffix("-wal") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: service.dir.file("cache"))
+        where name.hasSuffix(".sqlite")
+            || name.hasSuffix("-wal")
+        {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: service.dir.file("cache/" + name)))
             XCTAssertNil(bytes.range(of: Data("sigSECRET".utf8)), "\(name) holds the signature")
         }
@@ -128,10 +138,14 @@ final class ServiceAPITests: XCTestCase {
         slow.route("/slow.mp4", .stall(afterBytes: 1000, seconds: 30, then: .serve(body: media)))
         let service = try ServiceHarness(workers: 1)
         defer { service.stop() }
-        let running = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"] as? String)
-        let queued = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"] as? String)
+        let running = try XCTUnwrap(
+            try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"] as? String)
+        let queued = try XCTUnwrap(
+            try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"] as? String)
         let deadline = Date().addingTimeInterval(10)
-        while try service.get("/v1/jobs/\(running)").json()["state"] as? String != "running", Date() < deadline { usleep(20_000) }
+        while try service.get("/v1/jobs/\(running)").json()["state"] as? String != "running", Date() < deadline {
+            usleep(20_000)
+        }
         let cancelledQueued = try HTTPClient.request("DELETE", service.url("/v1/jobs/\(queued)")).json()
         XCTAssertEqual(cancelledQueued["state"] as? String, "cancelled")
         let started = Date()
@@ -149,8 +163,10 @@ final class ServiceAPITests: XCTestCase {
         slow.route("/slow.mp4", .stall(afterBytes: 1000, seconds: 30, then: .serve(body: media)))
         let service = try ServiceHarness(workers: 2)
         defer { service.stop() }
-        for _ in 0..<25 { // the race is narrow: many tries make it likely to be met
-            let id = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"] as? String)
+        for _ in 0..<25 {  // the race is narrow: many tries make it likely to be met
+            let id = try XCTUnwrap(
+                try service.postJob(#"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#).json()["id"]
+                    as? String)
             _ = try HTTPClient.request("DELETE", service.url("/v1/jobs/\(id)"))
             XCTAssertEqual(try service.waitForJob(id, timeout: 10)["state"] as? String, "cancelled", id)
         }
@@ -165,28 +181,41 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(denied.headers["www-authenticate"], "Bearer")
         XCTAssertEqual(try service.get("/v1/cache", headers: ["Authorization": "Bearer tok-12"]).status, 401)
         XCTAssertEqual(try service.get("/v1/cache", headers: ["Authorization": "Bearer tok-123"]).status, 200)
-        XCTAssertEqual(try service.get("/v1/cache?token=tok-123").status, 401, "query tokens only where players need them")
-        let streamed = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-123"))
+        XCTAssertEqual(
+            try service.get("/v1/cache?token=tok-123").status, 401, "query tokens only where players need them")
+        let streamed = try HTTPClient.request(
+            "GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-123"))
         XCTAssertEqual(streamed.status, 200)
         XCTAssertEqual(try service.get("/metrics", headers: ["Authorization": "Bearer tok-123"]).status, 200)
         XCTAssertTrue(service.waitForLogLine { $0.hasPrefix("GET /metrics") }, service.log.joined(separator: "\n"))
         XCTAssertFalse(service.log.joined(separator: "\n").contains("tok-123"), service.log.joined(separator: "\n"))
-        XCTAssertTrue(service.log.contains { $0.hasPrefix("GET /v1/stream?url=") && $0.contains(" 200 ") }, service.log.joined(separator: "\n"))
+        XCTAssertTrue(
+            service.log.contains { $0.hasPrefix("GET /v1/stream?url=") && $0.contains(" 200 ") },
+            service.log.joined(separator: "\n"))
         // A client cannot write log lines of its own.
-        _ = try HTTPClient.request("GET", service.url("/v1/probe", origin: "http://x/\nGET /forged 200 1 B 1 ms"),
-                                   headers: ["Authorization": "Bearer tok-123"])
+        _ = try HTTPClient.request(
+            "GET", service.url("/v1/probe", origin: "http://x/\nGET /forged 200 1 B 1 ms"),
+            headers: ["Authorization": "Bearer tok-123"])
         // Nor terminal escapes or a carriage return in the method, which libmicrohttpd passes on.
         for method in ["G\u{1B}[31mET", "X\rPOST\t/v1/jobs", "X\u{1B}]0;owned\u{07}", "X\u{9B}2K"] {
             let connection = try RawHTTPConnection(port: service.service.port)
             connection.send(Array("\(method) /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
             _ = connection.read(atLeast: 1, timeout: 2)
         }
-        XCTAssertTrue(service.waitForLogLine { $0.contains("2K /healthz") },
-                      service.log.joined(separator: "\n").debugDescription)
-        XCTAssertFalse(service.log.contains { $0.hasPrefix("GET /forged") || $0.contains("\n") }, service.log.joined(separator: "\n"))
-        XCTAssertFalse(service.log.contains { line in line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } },
-                       service.log.joined(separator: "\n").debugDescription)
-        XCTAssertTrue(service.log.contains { $0.hasPrefix("G%1B[31mET /healthz") }, service.log.joined(separator: "\n").debugDescription)
+        XCTAssertTrue(
+            service.waitForLogLine { $0.contains("2K /healthz") },
+            service.log.joined(separator: "\n").debugDescription)
+        XCTAssertFalse(
+            service.log.contains { $0.hasPrefix("GET /forged") || $0.contains("\n") },
+            service.log.joined(separator: "\n"))
+        XCTAssertFalse(
+            service.log.contains { line in
+                line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+            },
+            service.log.joined(separator: "\n").debugDescription)
+        XCTAssertTrue(
+            service.log.contains { $0.hasPrefix("G%1B[31mET /healthz") },
+            service.log.joined(separator: "\n").debugDescription)
     }
 
     func testTheOriginGuardRefusesInternalAddressesUnlessAllowed() throws {
@@ -197,21 +226,28 @@ final class ServiceAPITests: XCTestCase {
         refused.route("/v.mp4", .serve(body: media))
         let service = try ServiceHarness(allowHosts: ["127.0.0.1:\(allowed.port)"])
         defer { service.stop() }
-        XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/probe", origin: allowed.url("/v.mp4"))).status, 200)
-        for origin in [refused.url("/v.mp4"), "http://localhost:\(refused.port)/v.mp4", "http://[::1]:\(refused.port)/v.mp4",
-                       "file:///etc/passwd", "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/x.mp4"] {
+        XCTAssertEqual(
+            try HTTPClient.request("GET", service.url("/v1/probe", origin: allowed.url("/v.mp4"))).status, 200)
+        for origin in [
+            refused.url("/v.mp4"), "http://localhost:\(refused.port)/v.mp4", "http://[::1]:\(refused.port)/v.mp4",
+            "file:///etc/passwd", "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/x.mp4",
+        ] {
             let reply = try HTTPClient.request("GET", service.url("/v1/probe", origin: origin))
             XCTAssertEqual(reply.status, 403, "\(origin): \(reply.text)")
         }
         // Allowed at first, refused at the redirect hop: the check is on every connection.
         let hop = try HTTPClient.request("GET", service.url("/v1/stream", origin: allowed.url("/hop.mp4")))
         XCTAssertEqual(hop.status, 403, hop.text)
-        let job = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(allowed.url("/hop.mp4"))"}"#).json()["id"] as? String)
+        let job = try XCTUnwrap(
+            try service.postJob(#"{"type": "prefetch", "url": "\#(allowed.url("/hop.mp4"))"}"#).json()["id"] as? String)
         let finished = try service.waitForJob(job)
         XCTAssertEqual((finished["error"] as? [String: Any])?["code"] as? String, "origin_refused", "\(finished)")
         XCTAssertTrue(refused.requests.isEmpty, "no request reached the refused origin")
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": "\#(refused.url("/v.mp4"))"}"#).status, 403)
-        XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/probe", origin: "http://u:pw@127.0.0.1:\(allowed.port)/v.mp4")).status, 400)
+        XCTAssertEqual(
+            try HTTPClient.request(
+                "GET", service.url("/v1/probe", origin: "http://u:pw@127.0.0.1:\(allowed.port)/v.mp4")
+            ).status, 400)
     }
 
     /// An origin that redirects to the service's own proxy used to nest a request per hop (about
@@ -239,13 +275,17 @@ final class ServiceAPITests: XCTestCase {
         let service = try ServiceHarness(limits: limits, workers: 1)
         defer { service.stop() }
         let url = nginx.url("/faststart.mp4")
-        XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": ["\#(url)", "\#(url)", "\#(url)"]}"#).status, 400)
+        XCTAssertEqual(
+            try service.postJob(#"{"type": "prefetch", "url": ["\#(url)", "\#(url)", "\#(url)"]}"#).status, 400)
         XCTAssertEqual(try service.postJob(#"{"type": "thumbnails", "url": "\#(url)", "count": 11}"#).status, 400)
         XCTAssertEqual(try service.postJob(String(repeating: " ", count: 5000) + "{}").status, 413)
         // An announced body over the limit is refused before the client sends it ("100 Continue"
         // was answered first, and the body read, before).
         let waiting = try RawHTTPConnection(port: service.service.port)
-        waiting.send(Array("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n".utf8))
+        waiting.send(
+            Array(
+                "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n"
+                    .utf8))
         let answer = String(decoding: waiting.read(atLeast: 12, timeout: 5), as: UTF8.self)
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 413"), answer)
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": "\#(url)", "seconds": -1}"#).status, 400)
@@ -253,7 +293,8 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual(try service.postJob(#"{"type": "transcode", "url": "\#(url)"}"#).status, 400)
         XCTAssertEqual(try service.postJob("not json").status, 400)
         let utf16 = Array(#"{"type": "prefetch", "url": "\#(url)"}"#.data(using: .utf16LittleEndian)!)
-        XCTAssertEqual(try HTTPClient.request("POST", service.url("/v1/jobs"), body: utf16).status, 400, "JSON is UTF-8")
+        XCTAssertEqual(
+            try HTTPClient.request("POST", service.url("/v1/jobs"), body: utf16).status, 400, "JSON is UTF-8")
         let long = service.url("/v1/probe", origin: url + "?" + String(repeating: "a", count: 300))
         XCTAssertEqual(try HTTPClient.request("GET", long).status, 414)
         XCTAssertEqual(try HTTPClient.request("PUT", service.url("/v1/jobs")).status, 405)
@@ -277,9 +318,13 @@ final class ServiceAPITests: XCTestCase {
             XCTAssertEqual(try service.waitForJob(id)["state"] as? String, "done")
             ids.append(id)
         }
-        let failing = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/missing.mp4"))"}"#).json()["id"] as? String)
+        let failing = try XCTUnwrap(
+            try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/missing.mp4"))"}"#).json()["id"]
+                as? String)
         XCTAssertEqual(try service.waitForJob(failing)["state"] as? String, "failed")
-        let listed = try XCTUnwrap(try service.get("/v1/jobs").json()["jobs"] as? [[String: Any]]).compactMap { $0["id"] as? String }
+        let listed = try XCTUnwrap(try service.get("/v1/jobs").json()["jobs"] as? [[String: Any]]).compactMap {
+            $0["id"] as? String
+        }
         XCTAssertEqual(listed, [failing, ids[4]], "the newest two finished jobs")
         XCTAssertEqual(try service.get("/v1/jobs/\(ids[0])").status, 404)
         let files = (try? FileManager.default.contentsOfDirectory(atPath: service.dir.file("cache/jobs"))) ?? []
@@ -298,16 +343,21 @@ final class ServiceAPITests: XCTestCase {
         limits.maxConcurrentProbes = 1
         let service = try ServiceHarness(limits: limits)
         defer { service.stop() }
-        let first = DispatchWorkItem { _ = try? HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/slow.mp4"))) }
+        let first = DispatchWorkItem {
+            _ = try? HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/slow.mp4")))
+        }
         DispatchQueue.global().async(execute: first)
         // The first probe holds the slot once its request reaches the origin.
         let deadline = Date().addingTimeInterval(10)
-        while !origin.requests.contains(where: { $0.path == "/slow.mp4" }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while !origin.requests.contains(where: { $0.path == "/slow.mp4" }) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         let refused = try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4")))
         XCTAssertEqual(refused.status, 503, refused.text)
         XCTAssertEqual(refused.headers["retry-after"], "1")
         first.wait()
-        XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4"))).status, 200)
+        XCTAssertEqual(
+            try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4"))).status, 200)
     }
 
     func testCacheEndpoints() throws {
@@ -329,9 +379,12 @@ final class ServiceAPITests: XCTestCase {
     func testMetricsPassPromtool() throws {
         let service = try ServiceHarness()
         defer { service.stop() }
-        _ = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4")), headers: ["Range": "bytes=0-999"])
+        _ = try HTTPClient.request(
+            "GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4")), headers: ["Range": "bytes=0-999"])
         _ = try service.get("/v1/nothing")
-        let id = try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/faststart.mp4"))", "seconds": 1}"#).json()["id"] as? String)
+        let id = try XCTUnwrap(
+            try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/faststart.mp4"))", "seconds": 1}"#)
+                .json()["id"] as? String)
         _ = try service.waitForJob(id)
         let page = try service.get("/metrics")
         XCTAssertEqual(page.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")

@@ -28,15 +28,18 @@ final class ServiceFFprobeTests: XCTestCase {
             }
             XCTAssertEqual(reply.status, 200, "\(name): \(reply.text)")
             XCTAssertEqual(reply.headers["content-type"], "application/json", name)
-            XCTAssertEqual(try FFprobeOracle.differences(ffprobe: oracle.stdout, mprobe: reply.body, input: url), [], name)
+            XCTAssertEqual(
+                try FFprobeOracle.differences(ffprobe: oracle.stdout, mprobe: reply.body, input: url), [], name)
             compared += 1
         }
         XCTAssertEqual(compared, 84)
         XCTAssertEqual(rejected, 6)
         // A second look comes from the cache and says the same.
         let again = try HTTPClient.request("GET", harness.url("/v1/probe", origin: urls[0], extra: "&of=ffprobe"))
-        XCTAssertEqual(try FFprobeOracle.differences(ffprobe: try FFprobeOracle.run(FFprobeOracle.formatAndStreams + [urls[0]]).stdout,
-                                                     mprobe: again.body, input: urls[0]), [])
+        XCTAssertEqual(
+            try FFprobeOracle.differences(
+                ffprobe: try FFprobeOracle.run(FFprobeOracle.formatAndStreams + [urls[0]]).stdout,
+                mprobe: again.body, input: urls[0]), [])
     }
 
     func testOfMustBeMprobeOrFFprobe() throws {

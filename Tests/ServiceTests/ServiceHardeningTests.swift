@@ -45,7 +45,8 @@ final class ServiceHardeningTests: XCTestCase {
             XCTAssertTrue(message.contains("\"\(field)\""), "names \(field): \(message)")
         }
         XCTAssertEqual((try service.get("/v1/jobs").json()["jobs"] as? [Any])?.count, 0)
-        let good = try service.postJob(#"{"type": "thumbnails", "count": 2, "accurate": false, "skip_black": true, "url": "\#(url)"}"#)
+        let good = try service.postJob(
+            #"{"type": "thumbnails", "count": 2, "accurate": false, "skip_black": true, "url": "\#(url)"}"#)
         XCTAssertEqual(good.status, 202, good.text)
     }
 
@@ -58,7 +59,8 @@ final class ServiceHardeningTests: XCTestCase {
         let service = try ServiceHarness(limits: limits)
         defer { service.stop() }
         let long = nginx.url("/faststart.mp4?" + String(repeating: "a", count: 9000))
-        let refused = try service.postJob(#"{"type": "prefetch", "url": ["\#(nginx.url("/faststart.mp4"))", "\#(long)"]}"#)
+        let refused = try service.postJob(
+            #"{"type": "prefetch", "url": ["\#(nginx.url("/faststart.mp4"))", "\#(long)"]}"#)
         XCTAssertEqual(refused.status, 414, refused.text)
         XCTAssertEqual(try code(refused), "url_too_long")
         let urls = (0..<40).map { "\"" + nginx.url("/missing-\($0).mp4?" + String(repeating: "b", count: 7000)) + "\"" }
@@ -78,7 +80,9 @@ final class ServiceHardeningTests: XCTestCase {
             XCTAssertEqual(reply.status, 200, reply.text)
             let page = try reply.json()
             let listed = (page["jobs"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-            XCTAssertTrue(reply.body.count <= 200_000 || listed.count == 1, "a page past the budget holds one job: \(reply.body.count) B, \(listed.count)")
+            XCTAssertTrue(
+                reply.body.count <= 200_000 || listed.count == 1,
+                "a page past the budget holds one job: \(reply.body.count) B, \(listed.count)")
             seen += listed
             cursor = page["next_cursor"] as? String
             pages += 1
@@ -89,21 +93,31 @@ final class ServiceHardeningTests: XCTestCase {
         // Small jobs: pages of `limit`.
         var small: [String] = []
         for n in 0..<8 {
-            small.append(try XCTUnwrap(try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/missing.mp4"))", "seconds": \#(n + 1)}"#).json()["id"] as? String))
+            small.append(
+                try XCTUnwrap(
+                    try service.postJob(
+                        #"{"type": "prefetch", "url": "\#(nginx.url("/missing.mp4"))", "seconds": \#(n + 1)}"#
+                    ).json()["id"] as? String))
         }
         let first = try service.get("/v1/jobs?limit=4").json()
-        XCTAssertEqual((first["jobs"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, Array(small.reversed()[0..<4]))
+        XCTAssertEqual(
+            (first["jobs"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, Array(small.reversed()[0..<4]))
         let next = try XCTUnwrap(first["next_cursor"] as? String)
         let after = try service.get("/v1/jobs?limit=4&cursor=" + next).json()
-        XCTAssertEqual((after["jobs"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, Array(small.reversed()[4..<8]))
+        XCTAssertEqual(
+            (after["jobs"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, Array(small.reversed()[4..<8]))
         // A playlist that leads to a URL past the limit: the job says so, and stores no such URL.
         let origin = try FaultServer()
-        let playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n" + origin.url("/s.ts?" + String(repeating: "c", count: 20_000)) + "\n#EXT-X-ENDLIST\n"
+        let playlist =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n"
+            + origin.url("/s.ts?" + String(repeating: "c", count: 20_000)) + "\n#EXT-X-ENDLIST\n"
         origin.route("/p.m3u8", .serve(body: Array(playlist.utf8), contentType: "application/vnd.apple.mpegurl"))
         let derived = try service.postJob(#"{"type": "prefetch", "url": "\#(origin.url("/p.m3u8"))", "seconds": 4}"#)
         let job = try service.waitForJob(try XCTUnwrap(try derived.json()["id"] as? String))
         XCTAssertEqual(job["state"] as? String, "failed", "\(job)")
-        XCTAssertTrue((job["error"] as? [String: Any])?["message"].map { "\($0)" }?.contains("longer than the 8192") == true, "\(job)")
+        XCTAssertTrue(
+            (job["error"] as? [String: Any])?["message"].map { "\($0)" }?.contains("longer than the 8192") == true,
+            "\(job)")
         XCTAssertLessThan(try service.get("/v1/jobs/" + (job["id"] as? String ?? "")).body.count, 12_000)
     }
 
@@ -127,7 +141,9 @@ final class ServiceHardeningTests: XCTestCase {
             XCTAssertEqual(reply.status, 404, path)
             XCTAssertFalse(reply.text.contains("root:") || reply.text.contains("secret"), path)
         }
-        XCTAssertEqual(try service.get("/v1/jobs/\(id)/files/1/manifest.json").headers["content-security-policy"], "sandbox; default-src 'none'")
+        XCTAssertEqual(
+            try service.get("/v1/jobs/\(id)/files/1/manifest.json").headers["content-security-policy"],
+            "sandbox; default-src 'none'")
         // A linked job folder too.
         let other = try XCTUnwrap(try service.postJob(body).json()["id"] as? String)
         XCTAssertEqual(try service.waitForJob(other)["state"] as? String, "done")
@@ -141,8 +157,10 @@ final class ServiceHardeningTests: XCTestCase {
     func testAMethodARouteDoesNotAnswerIs405WithItsAllow() throws {
         let service = try ServiceHarness()
         defer { service.stop() }
-        for (path, allow) in [("/v1/jobs", "GET, POST"), ("/v1/cache", "GET, DELETE"), ("/v1/jobs/x", "GET, DELETE"),
-                              ("/v1/stream", "GET, HEAD"), ("/healthz", "GET, HEAD"), ("/metrics", "GET")] {
+        for (path, allow) in [
+            ("/v1/jobs", "GET, POST"), ("/v1/cache", "GET, DELETE"), ("/v1/jobs/x", "GET, DELETE"),
+            ("/v1/stream", "GET, HEAD"), ("/healthz", "GET, HEAD"), ("/metrics", "GET"),
+        ] {
             let reply = try HTTPClient.request("PUT", service.url(path), body: Array("{}".utf8))
             XCTAssertEqual(reply.status, 405, path)
             XCTAssertEqual(reply.headers["allow"], allow, path)
@@ -154,10 +172,12 @@ final class ServiceHardeningTests: XCTestCase {
     func testAFinishedPrefetchCountsTheBytesItFetched() throws {
         let service = try ServiceHarness()
         defer { service.stop() }
-        let reply = try service.postJob(#"{"type": "prefetch", "url": "\#(nginx.url("/moov-at-end.mp4"))", "start": 0, "seconds": 3}"#)
+        let reply = try service.postJob(
+            #"{"type": "prefetch", "url": "\#(nginx.url("/moov-at-end.mp4"))", "start": 0, "seconds": 3}"#)
         let job = try service.waitForJob(try XCTUnwrap(try reply.json()["id"] as? String))
         let progress = try XCTUnwrap(job["progress"] as? [String: Any])
-        let fetched = try XCTUnwrap(((job["result"] as? [String: Any])?["items"] as? [[String: Any]])?.first?["prefetch"] as? [String: Any])
+        let fetched = try XCTUnwrap(
+            ((job["result"] as? [String: Any])?["items"] as? [[String: Any]])?.first?["prefetch"] as? [String: Any])
         let bytes = try XCTUnwrap((fetched["fetch"] as? [String: Any])?["bytes_fetched"] as? Int)
         // The plan's bytes, fetched after the header that made the plan (which `bytes_fetched` counts too).
         let done = try XCTUnwrap(progress["bytes"] as? Int), total = try XCTUnwrap(progress["total_bytes"] as? Int)
@@ -171,7 +191,10 @@ final class ServiceHardeningTests: XCTestCase {
         let service = try ServiceHarness(token: " tok-456 ")
         defer { service.stop() }
         XCTAssertEqual(try service.get("/v1/cache", headers: ["Authorization": "Bearer tok-456"]).status, 200)
-        XCTAssertEqual(try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-456")).status, 200)
+        XCTAssertEqual(
+            try HTTPClient.request(
+                "GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-456")
+            ).status, 200)
         XCTAssertThrowsError(try ServiceHarness(token: String(repeating: "t", count: 70_000)))
     }
 
@@ -183,7 +206,10 @@ final class ServiceHardeningTests: XCTestCase {
         let service = try ServiceHarness(limits: limits)
         defer { service.stop() }
         let connection = try RawHTTPConnection(port: service.service.port)
-        connection.send(Array("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{".utf8))
+        connection.send(
+            Array(
+                "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                    .utf8))
         let started = Date()
         XCTAssertTrue(connection.isClosed(within: 10))
         XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5, "not before the deadline")
@@ -194,7 +220,9 @@ final class ServiceHardeningTests: XCTestCase {
     func testAnAbsurdValidatorIsNotPassedOn() throws {
         let origin = try FaultServer()
         let body = randomBytes(10_000, seed: 307)
-        origin.route("/v.bin", .fixed(status: 200, headers: [("ETag", "\"" + String(repeating: "e", count: 60_000) + "\"")], body: body))
+        origin.route(
+            "/v.bin",
+            .fixed(status: 200, headers: [("ETag", "\"" + String(repeating: "e", count: 60_000) + "\"")], body: body))
         let service = try ServiceHarness()
         defer { service.stop() }
         let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.bin")))

@@ -9,8 +9,10 @@ final class ServiceHarness: Sendable {
     let dir: TempDirectory
     let service: Service
 
-    init(token: String? = nil, allowHosts: [String] = ["127.0.0.1"], limits: ServiceLimits = ServiceLimits(),
-         workers: Int = 2, cacheDirectory: String? = nil) throws {
+    init(
+        token: String? = nil, allowHosts: [String] = ["127.0.0.1"], limits: ServiceLimits = ServiceLimits(),
+        workers: Int = 2, cacheDirectory: String? = nil
+    ) throws {
         dir = try TempDirectory(prefix: "mprobe-service")
         var config = ServiceConfig(cacheDirectory: cacheDirectory ?? dir.file("cache"))
         config.port = 0
@@ -72,7 +74,7 @@ let samplesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent
 
 final class LogLines: @unchecked Sendable {
     private let condition = NSCondition()
-    private var lines: [String] = [] // guarded by condition
+    private var lines: [String] = []  // guarded by condition
 
     func append(_ line: String) {
         condition.withLock {

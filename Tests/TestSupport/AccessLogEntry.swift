@@ -20,8 +20,10 @@ public struct AccessLogEntry: Sendable, Equatable {
     /// The `If-Range` request header, nil when absent.
     public let ifRange: String?
 
-    public init(connection: Int, connectionRequests: Int, method: String, path: String, status: Int,
-                bodyBytesSent: Int64, range: String?, ifRange: String?) {
+    public init(
+        connection: Int, connectionRequests: Int, method: String, path: String, status: Int,
+        bodyBytesSent: Int64, range: String?, ifRange: String?
+    ) {
         self.connection = connection
         self.connectionRequests = connectionRequests
         self.method = method
@@ -36,16 +38,18 @@ public struct AccessLogEntry: Sendable, Equatable {
     public init?(line: String) {
         let fields = Self.split(line)
         guard fields.count == 7,
-              let connection = Int(fields[0]), let connectionRequests = Int(fields[1]),
-              let status = Int(fields[3]), let bytes = Int64(fields[4]) else { return nil }
+            let connection = Int(fields[0]), let connectionRequests = Int(fields[1]),
+            let status = Int(fields[3]), let bytes = Int64(fields[4])
+        else { return nil }
         // "$request" is "GET /path HTTP/1.1"; a garbage request line may lack parts.
         let request = fields[2].split(separator: " ", omittingEmptySubsequences: true)
-        self.init(connection: connection, connectionRequests: connectionRequests,
-                  method: request.count > 0 ? String(request[0]) : "",
-                  path: request.count > 1 ? String(request[1]) : "",
-                  status: status, bodyBytesSent: bytes,
-                  range: fields[5] == "-" ? nil : fields[5],
-                  ifRange: fields[6] == "-" ? nil : fields[6])
+        self.init(
+            connection: connection, connectionRequests: connectionRequests,
+            method: request.count > 0 ? String(request[0]) : "",
+            path: request.count > 1 ? String(request[1]) : "",
+            status: status, bodyBytesSent: bytes,
+            range: fields[5] == "-" ? nil : fields[5],
+            ifRange: fields[6] == "-" ? nil : fields[6])
     }
 
     /// Splits on spaces outside double quotes and undoes nginx's `\xHH` escaping, which it
@@ -67,7 +71,8 @@ public struct AccessLogEntry: Sendable, Equatable {
                 current.removeAll(keepingCapacity: true)
                 hasField = false
             } else if b == UInt8(ascii: "\\"), i + 3 < bytes.count, bytes[i + 1] == UInt8(ascii: "x"),
-                      let value = UInt8(String(decoding: bytes[(i + 2)...(i + 3)], as: UTF8.self), radix: 16) {
+                let value = UInt8(String(decoding: bytes[(i + 2)...(i + 3)], as: UTF8.self), radix: 16)
+            {
                 current.append(value)
                 hasField = true
                 i += 3

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,17 +32,19 @@ public final class Browser {
     /// `arguments` are added to Chromium's command line (e.g. `--host-resolver-rules=MAP name 127.0.0.1`).
     public init(arguments extra: [String] = []) throws {
         guard let executable = findExecutable("chromium") else {
-            throw TestSupportError.missingExecutable(path: "chromium", hint: "install Debian's chromium package (scripts/deps.sh lists it)")
+            throw TestSupportError.missingExecutable(
+                path: "chromium", hint: "install Debian's chromium package (scripts/deps.sh lists it)")
         }
         profile = try TempDirectory(prefix: "mprobe-chromium")
         logPath = profile.file("chromium.log")
-        let arguments = [
-            executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--remote-debugging-pipe", "--user-data-dir=" + profile.file("profile"),
-            "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
-            "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
-            "--mute-audio", "--autoplay-policy=no-user-gesture-required",
-        ] + extra + ["about:blank"]
+        let arguments =
+            [
+                executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--remote-debugging-pipe", "--user-data-dir=" + profile.file("profile"),
+                "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
+                "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
+                "--mute-audio", "--autoplay-policy=no-user-gesture-required",
+            ] + extra + ["about:blank"]
         // Our ends are moved above the descriptors the child gets, so that no dup2 below can
         // overwrite a pipe end before it is itself duplicated.
         let (childReads, ourWrite) = try Browser.highPipe()
@@ -78,7 +81,9 @@ public final class Browser {
         guard Glibc.pipe(&fds) == 0 else { throw TestSupportError.system(call: "pipe", errno: errno) }
         let high = fds.map { fcntl($0, F_DUPFD_CLOEXEC, 10) }
         fds.forEach { Glibc.close($0) }
-        guard high.allSatisfy({ $0 >= 0 }) else { throw TestSupportError.system(call: "fcntl F_DUPFD_CLOEXEC", errno: errno) }
+        guard high.allSatisfy({ $0 >= 0 }) else {
+            throw TestSupportError.system(call: "fcntl F_DUPFD_CLOEXEC", errno: errno)
+        }
         return (high[0], high[1])
     }
 
@@ -86,9 +91,13 @@ public final class Browser {
     /// its exceptions, console, log and network requests recorded.
     public func newPage(width: Int = 1280, height: Int = 900) throws -> BrowserPage {
         let target = try call("Target.createTarget", ["url": "about:blank"])
-        guard let targetID = target["targetId"] as? String else { throw Browser.failure("Target.createTarget: \(target)") }
+        guard let targetID = target["targetId"] as? String else {
+            throw Browser.failure("Target.createTarget: \(target)")
+        }
         let attached = try call("Target.attachToTarget", ["targetId": targetID, "flatten": true])
-        guard let session = attached["sessionId"] as? String else { throw Browser.failure("Target.attachToTarget: \(attached)") }
+        guard let session = attached["sessionId"] as? String else {
+            throw Browser.failure("Target.attachToTarget: \(attached)")
+        }
         let page = BrowserPage(browser: self, session: session)
         for domain in ["Page", "Runtime", "Log", "Network"] { _ = try call(domain + ".enable", session: session) }
         try page.setViewport(width: width, height: height)
@@ -97,8 +106,10 @@ public final class Browser {
 
     /// Sends one command and returns its result; events that arrive meanwhile are recorded.
     @discardableResult
-    public func call(_ method: String, _ params: [String: Any] = [:], session: String? = nil,
-                     timeout: Double = 30) throws -> [String: Any] {
+    public func call(
+        _ method: String, _ params: [String: Any] = [:], session: String? = nil,
+        timeout: Double = 30
+    ) throws -> [String: Any] {
         let id = nextID
         nextID += 1
         var message: [String: Any] = ["id": id, "method": method, "params": params]
@@ -116,8 +127,10 @@ public final class Browser {
                 return reply["result"] as? [String: Any] ?? [:]
             }
             if let event = reply["method"] as? String {
-                events.append(Event(method: event, params: reply["params"] as? [String: Any] ?? [:],
-                                    session: reply["sessionId"] as? String))
+                events.append(
+                    Event(
+                        method: event, params: reply["params"] as? [String: Any] ?? [:],
+                        session: reply["sessionId"] as? String))
             }
         }
     }
@@ -151,7 +164,9 @@ public final class Browser {
             guard ready > 0 else { continue }
             let n = chunk.withUnsafeMutableBytes { read(fromBrowser, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw Browser.failure("chromium closed its pipe (it exited?) while \(method) ran: \(log)") }
+            guard n > 0 else {
+                throw Browser.failure("chromium closed its pipe (it exited?) while \(method) ran: \(log)")
+            }
             pending += chunk[0..<n]
         }
     }

@@ -30,7 +30,8 @@ public final class BrowserPage {
     /// The value of a JavaScript expression (promises awaited); a thrown exception is an error.
     @discardableResult
     public func evaluate(_ expression: String) throws -> Any? {
-        let result = try call("Runtime.evaluate", ["expression": expression, "awaitPromise": true, "returnByValue": true])
+        let result = try call(
+            "Runtime.evaluate", ["expression": expression, "awaitPromise": true, "returnByValue": true])
         if let details = result["exceptionDetails"] as? [String: Any] {
             let exception = (details["exception"] as? [String: Any])?["description"] ?? details["text"] ?? details
             throw Browser.failure("evaluating \(expression): \(exception)")
@@ -48,20 +49,24 @@ public final class BrowserPage {
             if let value = last, !(value is NSNull), (value as? Bool) != false { return value }
             usleep(100_000)
         }
-        throw TestSupportError.timedOut(command: "waiting in the page for \(expression) (last: \(String(describing: last)))",
-                                        seconds: timeout, stderr: problems.joined(separator: "\n"))
+        throw TestSupportError.timedOut(
+            command: "waiting in the page for \(expression) (last: \(String(describing: last)))",
+            seconds: timeout, stderr: problems.joined(separator: "\n"))
     }
 
     /// The middle of the element `selector` names, in viewport coordinates, scrolled into view;
     /// waits (up to 10 s) until there is one that takes up room on the page.
     public func center(of selector: String) throws -> (x: Double, y: Double) {
         let quoted = try BrowserPage.quote(selector)
-        let value = try wait(for: """
-            (() => { const e = document.querySelector(\(quoted)); if (!e) return null;
-                     e.scrollIntoView({block: 'center', inline: 'center'}); const r = e.getBoundingClientRect();
-                     return r.width > 0 && r.height > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null; })()
-            """, timeout: 10)
-        guard let point = value as? [Double], point.count == 2 else { throw Browser.failure("no element \(selector) to point at") }
+        let value = try wait(
+            for: """
+                (() => { const e = document.querySelector(\(quoted)); if (!e) return null;
+                         e.scrollIntoView({block: 'center', inline: 'center'}); const r = e.getBoundingClientRect();
+                         return r.width > 0 && r.height > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null; })()
+                """, timeout: 10)
+        guard let point = value as? [Double], point.count == 2 else {
+            throw Browser.failure("no element \(selector) to point at")
+        }
         return (point[0], point[1])
     }
 
@@ -87,28 +92,46 @@ public final class BrowserPage {
 
     /// Presses and releases a key: "ArrowRight", "ArrowLeft", "Enter", "Tab"...
     public func press(_ key: String) throws {
-        let codes = ["ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, "Enter": 13, "Tab": 9, "Home": 36, "End": 35]
-        var down: [String: Any] = ["type": "keyDown", "key": key, "code": key, "windowsVirtualKeyCode": codes[key] ?? 0]
+        let codes = [
+            "ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, "Enter": 13, "Tab": 9, "Home": 36,
+            "End": 35,
+        ]
+        var down: [String: Any] = [
+            "type": "keyDown", "key": key, "code": key, "windowsVirtualKeyCode": codes[key] ?? 0,
+        ]
         if key == "Enter" { down["text"] = "\r" }
         try call("Input.dispatchKeyEvent", down)
-        try call("Input.dispatchKeyEvent", ["type": "keyUp", "key": key, "code": key, "windowsVirtualKeyCode": codes[key] ?? 0])
+        try call(
+            "Input.dispatchKeyEvent",
+            ["type": "keyUp", "key": key, "code": key, "windowsVirtualKeyCode": codes[key] ?? 0])
     }
 
     /// The viewport, in CSS pixels; narrow ones (a phone) are emulated as mobile.
     public func setViewport(width: Int, height: Int) throws {
-        try call("Emulation.setDeviceMetricsOverride", ["width": width, "height": height, "deviceScaleFactor": 1,
-                                                        "mobile": width < 600])
+        try call(
+            "Emulation.setDeviceMetricsOverride",
+            [
+                "width": width, "height": height, "deviceScaleFactor": 1,
+                "mobile": width < 600,
+            ])
     }
 
     /// A PNG of the whole page (not only the viewport) written to `path`.
     public func screenshot(to path: String) throws {
-        let size = try evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]") as? [Double] ?? [1280, 900]
-        let shot = try call("Page.captureScreenshot", ["format": "png", "captureBeyondViewport": true,
-                                                       "clip": ["x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1]])
+        let size =
+            try evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]") as? [Double]
+            ?? [1280, 900]
+        let shot = try call(
+            "Page.captureScreenshot",
+            [
+                "format": "png", "captureBeyondViewport": true,
+                "clip": ["x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1],
+            ])
         guard let base64 = shot["data"] as? String, let data = Data(base64Encoded: base64) else {
             throw Browser.failure("Page.captureScreenshot returned no image")
         }
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try data.write(to: URL(fileURLWithPath: path))
     }
 
@@ -119,12 +142,15 @@ public final class BrowserPage {
             switch event.method {
             case "Runtime.exceptionThrown":
                 let details = event.params["exceptionDetails"] as? [String: Any]
-                return "exception: \((details?["exception"] as? [String: Any])?["description"] ?? details?["text"] ?? "")"
+                return
+                    "exception: \((details?["exception"] as? [String: Any])?["description"] ?? details?["text"] ?? "")"
             case "Runtime.consoleAPICalled" where event.params["type"] as? String == "error":
                 return "console.error: \(event.params["args"] ?? "")"
             case "Log.entryAdded":
                 let entry = event.params["entry"] as? [String: Any] ?? [:]
-                guard entry["source"] as? String == "security" || entry["level"] as? String == "error" && entry["source"] as? String != "network"
+                guard
+                    entry["source"] as? String == "security"
+                        || entry["level"] as? String == "error" && entry["source"] as? String != "network"
                 else { return nil }
                 return "\(entry["source"] ?? ""): \(entry["text"] ?? "")"
             default:
@@ -141,6 +167,7 @@ public final class BrowserPage {
 
     /// `text` as a JavaScript string literal.
     public static func quote(_ text: String) throws -> String {
-        String(decoding: try JSONSerialization.data(withJSONObject: [text]), as: UTF8.self).dropFirst().dropLast().description
+        String(decoding: try JSONSerialization.data(withJSONObject: [text]), as: UTF8.self).dropFirst().dropLast()
+            .description
     }
 }

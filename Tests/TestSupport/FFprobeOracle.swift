@@ -15,7 +15,8 @@ public enum FFprobeOracle {
     public static func run(_ arguments: [String]) throws -> ProcessResult {
         if let known = results.withLock({ $0[arguments] }) { return known }
         guard FileManager.default.isExecutableFile(atPath: executablePath) else {
-            throw TestSupportError.missingExecutable(path: executablePath, hint: "install Debian's ffmpeg (apt-get install ffmpeg)")
+            throw TestSupportError.missingExecutable(
+                path: executablePath, hint: "install Debian's ffmpeg (apt-get install ffmpeg)")
         }
         let result = try runProcess(executablePath, arguments, timeout: 120)
         results.withLock { $0[arguments] = result }
@@ -56,8 +57,10 @@ public enum FFprobeOracle {
     }
 
     /// The differences between ffprobe's JSON and mprobe's for `input`, the known ones left out.
-    public static func differences(ffprobe expected: [UInt8], mprobe actual: [UInt8], input: String) throws -> [String] {
+    public static func differences(ffprobe expected: [UInt8], mprobe actual: [UInt8], input: String) throws -> [String]
+    {
         let known = knownDifferences(for: input)
-        return try OrderedJSON(parsing: expected).differences(from: OrderedJSON(parsing: actual), ignore: known.contains)
+        return try OrderedJSON(parsing: expected).differences(
+            from: OrderedJSON(parsing: actual), ignore: known.contains)
     }
 }

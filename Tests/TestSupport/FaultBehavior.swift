@@ -1,12 +1,12 @@
-
 /// How `FaultServer` answers requests to one route. Each case models a way real servers and
 /// networks misbehave, so client code can be tested against it over a real socket.
 public indirect enum FaultBehavior: Sendable {
     /// Correct HTTP/1.1 for a static resource: single byte ranges (`a-b`, `a-`, `-n`) get 206
     /// with `Content-Range`, unsatisfiable ones 416, `If-Range` that matches neither `etag` nor
     /// `lastModified` gets the full 200, HEAD gets headers only.
-    case serve(body: [UInt8], etag: String? = "\"v1\"", lastModified: String? = nil,
-               contentType: String = "application/octet-stream")
+    case serve(
+        body: [UInt8], etag: String? = "\"v1\"", lastModified: String? = nil,
+        contentType: String = "application/octet-stream")
     /// A server without range support: always 200 with the whole body, no `Accept-Ranges`.
     case ignoreRanges(body: [UInt8])
     /// Like `.ignoreRanges`, but HTTP/1.0 style: no Content-Length, the body ends when the

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,8 +29,9 @@ struct FaultConnection {
                 finish()
                 return
             case let .request(head):
-                let recorded = RecordedRequest(connection: number, method: head.method,
-                                               path: head.target, headers: head.headers)
+                let recorded = RecordedRequest(
+                    connection: number, method: head.method,
+                    path: head.target, headers: head.headers)
                 let plan: ResponsePlan
                 if let (behavior, index) = core.recordAndResolve(recorded) {
                     plan = behavior.plan(for: head, index: index)

@@ -32,8 +32,9 @@ struct ResponsePlan {
     }
 
     static func text(_ status: Int, _ message: String, headers: [(String, String)] = []) -> ResponsePlan {
-        ResponsePlan(status: status, headers: [("Content-Type", "text/plain")] + headers,
-                     body: Array(message.utf8))
+        ResponsePlan(
+            status: status, headers: [("Content-Type", "text/plain")] + headers,
+            body: Array(message.utf8))
     }
 }
 
@@ -77,8 +78,9 @@ extension FaultBehavior {
     func plan(for request: HTTPRequestHead, index: Int) -> ResponsePlan {
         switch self {
         case let .serve(body, etag, lastModified, contentType):
-            return Self.servePlan(body: body, etag: etag, lastModified: lastModified,
-                                  contentType: contentType, request: request)
+            return Self.servePlan(
+                body: body, etag: etag, lastModified: lastModified,
+                contentType: contentType, request: request)
 
         case let .ignoreRanges(body):
             return ResponsePlan(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body)
@@ -114,23 +116,27 @@ extension FaultBehavior {
         case let .wrongContentRange(body):
             let total = body.count
             guard case let .satisfiable(asked) = ByteRangeRequest(header: request.headers["range"], total: total) else {
-                return Self.servePlan(body: body, etag: "\"v1\"", lastModified: nil,
-                                      contentType: "application/octet-stream", request: request)
+                return Self.servePlan(
+                    body: body, etag: "\"v1\"", lastModified: nil,
+                    contentType: "application/octet-stream", request: request)
             }
             // Shift the whole range one byte later, staying inside the resource.
             let start = min(asked.lowerBound + 1, total - 1)
             let end = min(asked.upperBound + 1, total)
             let shifted = start..<max(end, start + 1)
-            return ResponsePlan(status: 206, headers: [
-                ("Accept-Ranges", "bytes"),
-                ("Content-Type", "application/octet-stream"),
-                ("ETag", "\"v1\""),
-                ("Content-Range", "bytes \(shifted.lowerBound)-\(shifted.upperBound - 1)/\(total)"),
-            ], body: body, bodyRange: shifted)
+            return ResponsePlan(
+                status: 206,
+                headers: [
+                    ("Accept-Ranges", "bytes"),
+                    ("Content-Type", "application/octet-stream"),
+                    ("ETag", "\"v1\""),
+                    ("Content-Range", "bytes \(shifted.lowerBound)-\(shifted.upperBound - 1)/\(total)"),
+                ], body: body, bodyRange: shifted)
 
         case let .shortBody(body, missing):
-            var plan = Self.servePlan(body: body, etag: "\"v1\"", lastModified: nil,
-                                      contentType: "application/octet-stream", request: request)
+            var plan = Self.servePlan(
+                body: body, etag: "\"v1\"", lastModified: nil,
+                contentType: "application/octet-stream", request: request)
             plan.dropAfter = max(0, plan.contentLength - max(0, missing))
             return plan
 
@@ -145,7 +151,7 @@ extension FaultBehavior {
                 plan.closeDelimited = true
             } else if let contentLength, contentLength != body.count {
                 plan.announcedLength = contentLength
-                plan.dropAfter = body.count // what there is, then the connection closes
+                plan.dropAfter = body.count  // what there is, then the connection closes
             }
             return plan
 
@@ -156,8 +162,10 @@ extension FaultBehavior {
         }
     }
 
-    static func servePlan(body: [UInt8], etag: String?, lastModified: String?, contentType: String,
-                          request: HTTPRequestHead) -> ResponsePlan {
+    static func servePlan(
+        body: [UInt8], etag: String?, lastModified: String?, contentType: String,
+        request: HTTPRequestHead
+    ) -> ResponsePlan {
         let total = body.count
         var headers: [(String, String)] = [("Accept-Ranges", "bytes"), ("Content-Type", contentType)]
         if let etag { headers.append(("ETag", etag)) }
@@ -172,8 +180,9 @@ extension FaultBehavior {
         case .none:
             return ResponsePlan(status: 200, headers: headers, body: body)
         case .unsatisfiable:
-            return .text(416, "range not satisfiable\n",
-                         headers: [("Accept-Ranges", "bytes"), ("Content-Range", "bytes */\(total)")])
+            return .text(
+                416, "range not satisfiable\n",
+                headers: [("Accept-Ranges", "bytes"), ("Content-Range", "bytes */\(total)")])
         case let .satisfiable(range):
             headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)"))
             return ResponsePlan(status: 206, headers: headers, body: body, bodyRange: range)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -122,7 +123,7 @@ final class FaultServerCore: Sendable {
             var yes: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
             if let maxConnections, state.withLock({ $0.openConnections.count }) >= maxConnections {
-                var reset = linger(l_onoff: 1, l_linger: 0) // close with a RST, not a FIN
+                var reset = linger(l_onoff: 1, l_linger: 0)  // close with a RST, not a FIN
                 _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
                 close(fd)
                 continue

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,23 +24,31 @@ public struct HTTPReply: Sendable {
 
 /// Requests made with Debian's `curl` (a real, independent HTTP client) for tests of servers.
 public enum HTTPClient {
-    public static func request(_ method: String = "GET", _ url: String, headers: [String: String] = [:],
-                               body: [UInt8]? = nil, timeout: Double = 60) throws -> HTTPReply {
+    public static func request(
+        _ method: String = "GET", _ url: String, headers: [String: String] = [:],
+        body: [UInt8]? = nil, timeout: Double = 60
+    ) throws -> HTTPReply {
         let work = try TempDirectory(prefix: "mprobe-http")
         let headerFile = work.file("headers"), bodyFile = work.file("body")
-        var args = ["-s", "-S", "-g", "-X", method, "-D", headerFile, "-o", bodyFile, "--max-time", String(Int(timeout))]
+        var args = [
+            "-s", "-S", "-g", "-X", method, "-D", headerFile, "-o", bodyFile, "--max-time", String(Int(timeout)),
+        ]
         // curl -I prints the headers as the "body"; a HEAD answer has none (curl would complain of one).
-        if method == "HEAD" { args = ["-s", "-S", "-g", "-I", "-D", headerFile, "-o", "/dev/null", "--max-time", String(Int(timeout))] }
+        if method == "HEAD" {
+            args = ["-s", "-S", "-g", "-I", "-D", headerFile, "-o", "/dev/null", "--max-time", String(Int(timeout))]
+        }
         for (name, value) in headers { args += ["-H", "\(name): \(value)"] }
         if let body {
             let input = work.file("input")
             try Data(body).write(to: URL(fileURLWithPath: input))
             args += ["--data-binary", "@" + input]
             // JSON unless the test says otherwise (curl's own default would be a form encoding).
-            if !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { args += ["-H", "Content-Type: application/json"] }
+            if !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
+                args += ["-H", "Content-Type: application/json"]
+            }
         }
         let result = try runProcess("curl", args + [url], timeout: timeout + 10)
-        guard result.status == 0 || result.status == 18 else { // 18: a body shorter than announced
+        guard result.status == 0 || result.status == 18 else {  // 18: a body shorter than announced
             throw TestSupportError.serverFailedToStart("curl \(url) failed (\(result.status)): \(result.stderr)")
         }
         let headerText = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
@@ -50,7 +59,8 @@ public enum HTTPClient {
                 status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
                 parsed = [:]
             } else if let colon = line.firstIndex(of: ":") {
-                parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
         }
         let bytes = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))).map(Array.init) ?? []
@@ -71,15 +81,23 @@ public final class RawHTTPConnection {
         if let source {
             var local = LoopbackSocket.loopbackAddress(port: 0)
             guard inet_pton(AF_INET, source, &local.sin_addr) == 1,
-                  withUnsafePointer(to: &local, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                      bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }) == 0 else {
+                withUnsafePointer(
+                    to: &local,
+                    {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }) == 0
+            else {
                 close(fd)
                 throw TestSupportError.serverFailedToStart("bind \(source): \(errno)")
             }
         }
         var address = LoopbackSocket.loopbackAddress(port: port)
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard rc == 0 else {
             close(fd)

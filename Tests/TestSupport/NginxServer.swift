@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,9 +58,11 @@ public final class NginxServer: @unchecked Sendable {
         for _ in 0..<5 {
             let port = try LoopbackSocket.freePort()
             let conf = workDir.file("nginx.conf")
-            try Self.config(port: port, root: rootPath, tls: tls, http2: http2, workDir: workDir.path,
-                            accessLog: accessLog, pidFile: pidFile, locations: locations)
-                .write(toFile: conf, atomically: true, encoding: .utf8)
+            try Self.config(
+                port: port, root: rootPath, tls: tls, http2: http2, workDir: workDir.path,
+                accessLog: accessLog, pidFile: pidFile, locations: locations
+            )
+            .write(toFile: conf, atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: pidFile)
             _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
             _ = FileManager.default.createFile(atPath: accessLog, contents: nil)
@@ -147,7 +150,8 @@ public final class NginxServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let pid = try? String(contentsOfFile: pidFile, encoding: .utf8),
-               !pid.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                !pid.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            {
                 return process.isRunning ? .listening : .exited
             }
             if !process.isRunning { return .exited }
@@ -167,66 +171,68 @@ public final class NginxServer: @unchecked Sendable {
         }
     }
 
-    private static func config(port: Int, root: String, tls: TLSMaterial?, http2: Bool, workDir: String,
-                               accessLog: String, pidFile: String, locations: String) -> String {
+    private static func config(
+        port: Int, root: String, tls: TLSMaterial?, http2: Bool, workDir: String,
+        accessLog: String, pidFile: String, locations: String
+    ) -> String {
         var listen = "127.0.0.1:\(port)"
         var tlsLines = ""
         if let tls {
             listen += http2 ? " ssl http2" : " ssl"
             tlsLines = """
-                    ssl_certificate \(quoted(tls.certPath));
-                    ssl_certificate_key \(quoted(tls.keyPath));
-                    ssl_protocols TLSv1.2 TLSv1.3;
-            """
+                        ssl_certificate \(quoted(tls.certPath));
+                        ssl_certificate_key \(quoted(tls.keyPath));
+                        ssl_protocols TLSv1.2 TLSv1.3;
+                """
         }
         // Every path nginx would otherwise take from its compiled-in defaults (/var/lib/nginx,
         // /run) points into our own directory, so no system state is touched or needed.
         return """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(quoted(pidFile));
-        error_log stderr warn;
-        events { worker_connections 1024; }
-        http {
-            default_type application/octet-stream;
-            types {
-                video/mp4 mp4 m4v;
-                audio/mp4 m4a;
-                video/quicktime mov;
-                video/webm webm;
-                video/x-matroska mkv;
-                audio/mpeg mp3;
-                text/plain txt;
-                text/vtt vtt;
-                image/jpeg jpg jpeg;
-                image/png png;
-                application/json json;
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(quoted(pidFile));
+            error_log stderr warn;
+            events { worker_connections 1024; }
+            http {
+                default_type application/octet-stream;
+                types {
+                    video/mp4 mp4 m4v;
+                    audio/mp4 m4a;
+                    video/quicktime mov;
+                    video/webm webm;
+                    video/x-matroska mkv;
+                    audio/mpeg mp3;
+                    text/plain txt;
+                    text/vtt vtt;
+                    image/jpeg jpg jpeg;
+                    image/png png;
+                    application/json json;
+                }
+                client_body_temp_path \(quoted(workDir + "/tmp/body"));
+                proxy_temp_path \(quoted(workDir + "/tmp/proxy"));
+                fastcgi_temp_path \(quoted(workDir + "/tmp/fastcgi"));
+                uwsgi_temp_path \(quoted(workDir + "/tmp/uwsgi"));
+                scgi_temp_path \(quoted(workDir + "/tmp/scgi"));
+                log_format mprobe '$connection $connection_requests "$request" $status $body_bytes_sent "$http_range" "$http_if_range"';
+                access_log \(quoted(accessLog)) mprobe;
+                sendfile on;
+                tcp_nopush on;
+                keepalive_requests 10000;
+                keepalive_timeout 60s;
+                etag on;
+                server_tokens off;
+                server {
+                    listen \(listen);
+                    server_name localhost 127.0.0.1;
+            \(tlsLines)
+                    root \(quoted(root));
+            \(locations)
+                    location / { }
+                }
             }
-            client_body_temp_path \(quoted(workDir + "/tmp/body"));
-            proxy_temp_path \(quoted(workDir + "/tmp/proxy"));
-            fastcgi_temp_path \(quoted(workDir + "/tmp/fastcgi"));
-            uwsgi_temp_path \(quoted(workDir + "/tmp/uwsgi"));
-            scgi_temp_path \(quoted(workDir + "/tmp/scgi"));
-            log_format mprobe '$connection $connection_requests "$request" $status $body_bytes_sent "$http_range" "$http_if_range"';
-            access_log \(quoted(accessLog)) mprobe;
-            sendfile on;
-            tcp_nopush on;
-            keepalive_requests 10000;
-            keepalive_timeout 60s;
-            etag on;
-            server_tokens off;
-            server {
-                listen \(listen);
-                server_name localhost 127.0.0.1;
-        \(tlsLines)
-                root \(quoted(root));
-        \(locations)
-                location / { }
-            }
-        }
 
-        """
+            """
     }
 
     private static func quoted(_ path: String) -> String {

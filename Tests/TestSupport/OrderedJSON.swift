@@ -50,8 +50,10 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
     /// Where `actual` differs from `self`, one line each: a value or type that differs, a key that
     /// is missing, extra or out of order, an array of another length. `ignore` gets each path
     /// (`streams[0].start_time`) and may skip it.
-    public func differences(from actual: OrderedJSON, at path: String = "",
-                            ignore: (String) -> Bool = { _ in false }) -> [String] {
+    public func differences(
+        from actual: OrderedJSON, at path: String = "",
+        ignore: (String) -> Bool = { _ in false }
+    ) -> [String] {
         if ignore(path) { return [] }
         switch (self, actual) {
         case (.object(let expected), .object(let got)):
@@ -60,8 +62,12 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
             let seen = got.map(\.key).filter { !ignore(Self.join(path, $0)) }
             let missing = wanted.filter { !seen.contains($0) }
             let extra = seen.filter { !wanted.contains($0) }
-            if !missing.isEmpty { out.append("\(path.isEmpty ? "top level" : path): missing \(missing.joined(separator: ", "))") }
-            if !extra.isEmpty { out.append("\(path.isEmpty ? "top level" : path): extra \(extra.joined(separator: ", "))") }
+            if !missing.isEmpty {
+                out.append("\(path.isEmpty ? "top level" : path): missing \(missing.joined(separator: ", "))")
+            }
+            if !extra.isEmpty {
+                out.append("\(path.isEmpty ? "top level" : path): extra \(extra.joined(separator: ", "))")
+            }
             if missing.isEmpty && extra.isEmpty && wanted != seen {
                 out.append("\(path.isEmpty ? "top level" : path): keys in another order: \(seen) instead of \(wanted)")
             }
@@ -71,7 +77,9 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
             }
             return out
         case (.array(let expected), .array(let got)):
-            guard expected.count == got.count else { return ["\(path): \(got.count) items instead of \(expected.count)"] }
+            guard expected.count == got.count else {
+                return ["\(path): \(got.count) items instead of \(expected.count)"]
+            }
             return zip(expected, got).enumerated().flatMap { i, pair in
                 pair.0.differences(from: pair.1, at: "\(path)[\(i)]", ignore: ignore)
             }
@@ -103,7 +111,9 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
                 if consume("}") { return .object(members) }
                 repeat {
                     skipSpace()
-                    guard case .string(let key) = try value() else { throw ParseError(description: "object key at \(position)") }
+                    guard case .string(let key) = try value() else {
+                        throw ParseError(description: "object key at \(position)")
+                    }
                     skipSpace()
                     guard consume(":") else { throw ParseError(description: "':' expected at \(position)") }
                     members.append(Member(key: key, value: try value()))
@@ -130,7 +140,9 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
             default:
                 let start = position
                 while !atEnd, "+-0123456789.eE".unicodeScalars.contains(scalars[position]) { position += 1 }
-                guard position > start else { throw ParseError(description: "unexpected '\(scalars[start])' at \(start)") }
+                guard position > start else {
+                    throw ParseError(description: "unexpected '\(scalars[start])' at \(start)")
+                }
                 return .number(String(String.UnicodeScalarView(scalars[start..<position])))
             }
         }
@@ -143,7 +155,9 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
 
         mutating func literal(_ word: String) -> Bool {
             let w = Array(word.unicodeScalars)
-            guard position + w.count <= scalars.count, Array(scalars[position..<position + w.count]) == w else { return false }
+            guard position + w.count <= scalars.count, Array(scalars[position..<position + w.count]) == w else {
+                return false
+            }
             position += w.count
             return true
         }
@@ -168,7 +182,9 @@ public indirect enum OrderedJSON: Equatable, Sendable, CustomStringConvertible {
                     case "f": out.append("\u{0C}")
                     case "u":
                         guard position + 4 <= scalars.count,
-                              let code = UInt32(String(String.UnicodeScalarView(scalars[position..<position + 4])), radix: 16) else {
+                            let code = UInt32(
+                                String(String.UnicodeScalarView(scalars[position..<position + 4])), radix: 16)
+                        else {
                             throw ParseError(description: "bad \\u escape at \(position)")
                         }
                         position += 4

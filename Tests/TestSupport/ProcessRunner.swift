@@ -75,8 +75,10 @@ private func startDraining(_ handle: FileHandle, into sink: ByteSink, group: Dis
 ///     so PATH, HOME and friends stay available to the child).
 ///   - stdin: bytes fed to the child's standard input; nil means /dev/null.
 ///   - timeout: seconds before the child is killed and `TestSupportError.timedOut` is thrown.
-public func runProcess(_ executable: String, _ args: [String], environment: [String: String]? = nil,
-                       stdin: [UInt8]? = nil, timeout: Double = 120) throws -> ProcessResult {
+public func runProcess(
+    _ executable: String, _ args: [String], environment: [String: String]? = nil,
+    stdin: [UInt8]? = nil, timeout: Double = 120
+) throws -> ProcessResult {
     _ = ignoreSIGPIPE
     guard let path = findExecutable(executable) else {
         throw TestSupportError.missingExecutable(path: executable, hint: "install it or fix PATH")
@@ -129,8 +131,9 @@ public func runProcess(_ executable: String, _ args: [String], environment: [Str
             exited.wait()
         }
         _ = readers.wait(timeout: .now() + 2)
-        throw TestSupportError.timedOut(command: command, seconds: timeout,
-                                        stderr: String(decoding: err.value, as: UTF8.self))
+        throw TestSupportError.timedOut(
+            command: command, seconds: timeout,
+            stderr: String(decoding: err.value, as: UTF8.self))
     }
     // A grandchild that inherited the pipes could keep them open forever; don't hang on it.
     if readers.wait(timeout: .now() + 10) == .success {
@@ -140,7 +143,8 @@ public func runProcess(_ executable: String, _ args: [String], environment: [Str
         try? outPipe.fileHandleForReading.close()
         try? errPipe.fileHandleForReading.close()
     }
-    let status = process.terminationReason == .uncaughtSignal
+    let status =
+        process.terminationReason == .uncaughtSignal
         ? 128 + process.terminationStatus : process.terminationStatus
     return ProcessResult(status: status, stdout: out.value, stderr: String(decoding: err.value, as: UTF8.self))
 }
@@ -163,7 +167,8 @@ public func productsDirectory() -> String {
     for bundle in Bundle.allBundles {
         if let dir = parentOfXCTest(bundle.bundlePath) { return dir }
     }
-    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    let exe =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         ?? CommandLine.arguments.first ?? Bundle.main.bundlePath
     if let dir = parentOfXCTest(exe) { return dir }
     return URL(fileURLWithPath: exe).deletingLastPathComponent().path
@@ -180,7 +185,8 @@ public func mprobeBinary() throws -> String {
     let path = productsDirectory() + "/mprobe"
     guard FileManager.default.isExecutableFile(atPath: path) else {
         throw TestSupportError.missingExecutable(
-            path: path, hint: "build it first with `swift build --product mprobe` (or run `swift test`, which builds all products)")
+            path: path,
+            hint: "build it first with `swift build --product mprobe` (or run `swift test`, which builds all products)")
     }
     return path
 }

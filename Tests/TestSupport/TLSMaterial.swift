@@ -28,35 +28,42 @@ public struct TLSMaterial: Sendable {
         func openssl_(_ args: [String]) throws {
             let result = try runProcess(openssl, args, timeout: 60)
             guard result.status == 0 else {
-                throw TestSupportError.processFailed(command: "openssl " + args.joined(separator: " "),
-                                                     status: result.status, stderr: result.stderr)
+                throw TestSupportError.processFailed(
+                    command: "openssl " + args.joined(separator: " "),
+                    status: result.status, stderr: result.stderr)
             }
         }
         let newKey = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"]
         try openssl_(newKey + [caKey])
-        try openssl_(["req", "-x509", "-new", "-key", caKey, "-sha256", "-days", "3650",
-                      "-subj", "/CN=mprobe test CA",
-                      "-addext", "basicConstraints=critical,CA:TRUE",
-                      "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-                      "-out", caCert])
+        try openssl_([
+            "req", "-x509", "-new", "-key", caKey, "-sha256", "-days", "3650",
+            "-subj", "/CN=mprobe test CA",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-out", caCert,
+        ])
         try openssl_(newKey + [key])
         try openssl_(["req", "-new", "-key", key, "-subj", "/CN=localhost", "-out", csr])
         // Clients match the host against subjectAltName only (CN is ignored), so both the
         // name and the address the tests connect to must be listed here.
         try """
-            basicConstraints = critical, CA:FALSE
-            keyUsage = critical, digitalSignature, keyEncipherment
-            extendedKeyUsage = serverAuth
-            subjectAltName = \(names)
+        basicConstraints = critical, CA:FALSE
+        keyUsage = critical, digitalSignature, keyEncipherment
+        extendedKeyUsage = serverAuth
+        subjectAltName = \(names)
 
-            """.write(toFile: ext, atomically: true, encoding: .utf8)
+        """.write(toFile: ext, atomically: true, encoding: .utf8)
         // A random serial (leading 01 keeps it positive) avoids the .srl file that
         // -CAcreateserial would leave behind, and repeated runs never reuse a serial.
-        let serial = "0x01" + randomBytes(15, seed: UInt64.random(in: 1...UInt64.max))
+        let serial =
+            "0x01"
+            + randomBytes(15, seed: UInt64.random(in: 1...UInt64.max))
             .map { String(format: "%02x", $0) }.joined()
-        try openssl_(["x509", "-req", "-in", csr, "-CA", caCert, "-CAkey", caKey,
-                      "-set_serial", serial, "-days", "825", "-sha256",
-                      "-extfile", ext, "-out", cert])
+        try openssl_([
+            "x509", "-req", "-in", csr, "-CA", caCert, "-CAkey", caKey,
+            "-set_serial", serial, "-days", "825", "-sha256",
+            "-extfile", ext, "-out", cert,
+        ])
         return TLSMaterial(caCertPath: caCert, certPath: cert, keyPath: key)
     }
 }

@@ -12,11 +12,14 @@ public enum TestMedia {
     /// A missing corpus or samples folder throws: the checkout is broken, never a reason to skip.
     public static func allInputs() throws -> [String] {
         let fm = FileManager.default
-        let corpus = try fm.contentsOfDirectory(atPath: path("Tests/Corpus/files")).sorted().map { "Tests/Corpus/files/" + $0 }
+        let corpus = try fm.contentsOfDirectory(atPath: path("Tests/Corpus/files")).sorted().map {
+            "Tests/Corpus/files/" + $0
+        }
         // Files only: the benchmarks make their 10-minute samples in `Samples/large/`.
         let samples = try fm.contentsOfDirectory(atPath: path("Samples")).filter { name in
             var isFolder: ObjCBool = false
-            return !name.hasSuffix(".sh") && fm.fileExists(atPath: path("Samples/" + name), isDirectory: &isFolder) && !isFolder.boolValue
+            return !name.hasSuffix(".sh") && fm.fileExists(atPath: path("Samples/" + name), isDirectory: &isFolder)
+                && !isFolder.boolValue
         }.sorted().map { "Samples/" + $0 }
         return corpus + samples
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,15 +24,15 @@ public final class TinyProxy: @unchecked Sendable {
         logPath = workDir.file("tinyproxy.log")
         let config = workDir.file("tinyproxy.conf")
         try """
-            Port \(port)
-            Listen 127.0.0.1
-            Timeout 60
-            Allow 127.0.0.1
-            LogFile "\(logPath)"
-            LogLevel Connect
-            MaxClients 50
-            DisableViaHeader Yes
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        Port \(port)
+        Listen 127.0.0.1
+        Timeout 60
+        Allow 127.0.0.1
+        LogFile "\(logPath)"
+        LogLevel Connect
+        MaxClients 50
+        DisableViaHeader Yes
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.executablePath)
         process.arguments = ["-d", "-c", config]
         process.standardOutput = FileHandle.nullDevice
@@ -41,9 +42,12 @@ public final class TinyProxy: @unchecked Sendable {
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = LoopbackSocket.loopbackAddress(port: port)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
+            let connected =
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                } == 0
             close(fd)
             if connected { return }
             Thread.sleep(forTimeInterval: 0.05)
@@ -56,7 +60,9 @@ public final class TinyProxy: @unchecked Sendable {
     public var requests: [String] {
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            line.range(of: "): ").flatMap { r in line.contains("Request (file descriptor") ? String(line[r.upperBound...]) : nil }
+            line.range(of: "): ").flatMap { r in
+                line.contains("Request (file descriptor") ? String(line[r.upperBound...]) : nil
+            }
         }
     }
 

@@ -1,5 +1,6 @@
-@testable import URLSupport
 import XCTest
+
+@testable import URLSupport
 
 /// The digest behind cache keys of over-long URLs, against the published test vectors (FIPS 180-2
 /// and NIST's examples): empty, one block, two blocks, and a million bytes.
@@ -8,11 +9,18 @@ final class SHA256Tests: XCTestCase {
         let cases: [(String, String)] = [
             ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
             ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-            ("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
-             "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"),
-            (String(repeating: "a", count: 1_000_000), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+            (
+                "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+            ),
+            (
+                "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+                "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"
+            ),
+            (
+                String(repeating: "a", count: 1_000_000),
+                "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+            ),
         ]
         for (message, digest) in cases {
             XCTAssertEqual(SHA256.hex(message), digest, "\(message.prefix(20))… (\(message.utf8.count) bytes)")

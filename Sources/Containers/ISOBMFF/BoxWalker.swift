@@ -139,10 +139,11 @@ public struct BoxWalker: Sendable {
     /// A box other than the moov, its size checked against the file: one running past the end (a
     /// truncated download, usually) is kept to the end and noted; its body is never fetched here.
     private static func clipped(_ stated: StatedBox, fileSize: Int64, layout: inout MP4Layout) -> BoxHeader {
-        let room = fileSize - stated.offset // offset < fileSize, so this cannot overflow
-        let size = stated.size ?? room // size 0: to the end of the file
+        let room = fileSize - stated.offset  // offset < fileSize, so this cannot overflow
+        let size = stated.size ?? room  // size 0: to the end of the file
         if size > room {
-            layout.damaged = "box '\(stated.type)' at offset \(stated.offset) claims \(size) bytes but the file ends at \(fileSize)"
+            layout.damaged =
+                "box '\(stated.type)' at offset \(stated.offset) claims \(size) bytes but the file ends at \(fileSize)"
         }
         return BoxHeader(type: stated.type, offset: stated.offset, size: min(size, room), headerSize: stated.headerSize)
     }
@@ -154,25 +155,32 @@ public struct BoxWalker: Sendable {
     /// the media data with size 0 would make that the whole file. Its children are walked instead
     /// (their headers, fetching each child as it is met) up to the first box that cannot be a moov's
     /// child — the `mdat`, usually — and only that much is the moov.
-    private func fetchMoov(_ stated: StatedBox, from source: any MediaSource, fileSize: Int64,
-                           layout: inout MP4Layout) throws -> BoxHeader {
+    private func fetchMoov(
+        _ stated: StatedBox, from source: any MediaSource, fileSize: Int64,
+        layout: inout MP4Layout
+    ) throws -> BoxHeader {
         let room = fileSize - stated.offset
         guard let size = stated.size else {
             let end = try childrenEnd(of: stated, in: source, fileSize: fileSize)
             if end < fileSize {
-                layout.damaged = "the moov box at offset \(stated.offset) has size 0 (to the end of the file) "
+                layout.damaged =
+                    "the moov box at offset \(stated.offset) has size 0 (to the end of the file) "
                     + "but its boxes end at \(end)"
             }
-            return BoxHeader(type: "moov", offset: stated.offset, size: end - stated.offset, headerSize: stated.headerSize)
+            return BoxHeader(
+                type: "moov", offset: stated.offset, size: end - stated.offset, headerSize: stated.headerSize)
         }
         if size > room, acceptsACutMoov {
-            layout.damaged = "the moov box at offset \(stated.offset) claims \(size) bytes but the file ends at \(fileSize)"
+            layout.damaged =
+                "the moov box at offset \(stated.offset) claims \(size) bytes but the file ends at \(fileSize)"
             if !source.isLocal(stated.offset..<fileSize) { try source.prefetch(stated.offset..<fileSize) }
             return BoxHeader(type: "moov", offset: stated.offset, size: room, headerSize: stated.headerSize)
         }
         if size > room {
-            throw MediaError.malformed(input: source.input, detail: "the moov box at offset \(stated.offset) claims \(size) "
-                                       + "bytes but the file ends at \(fileSize): it is truncated or damaged")
+            throw MediaError.malformed(
+                input: source.input,
+                detail: "the moov box at offset \(stated.offset) claims \(size) "
+                    + "bytes but the file ends at \(fileSize): it is truncated or damaged")
         }
         try checkLimit(size, of: stated, input: source.input)
         let box = BoxHeader(type: "moov", offset: stated.offset, size: size, headerSize: stated.headerSize)
@@ -191,8 +199,10 @@ public struct BoxWalker: Sendable {
             if !source.isLocal(offset..<min(fileSize, offset + 16)) {
                 try source.prefetch(offset..<min(fileSize, offset + afterMoov))
             }
-            guard let child = try StatedBox.readIfWellFormed(from: source, at: offset), BoxWalker.moovChildTypes.contains(child.type),
-                  let size = child.size, size <= fileSize - offset else { break }
+            guard let child = try StatedBox.readIfWellFormed(from: source, at: offset),
+                BoxWalker.moovChildTypes.contains(child.type),
+                let size = child.size, size <= fileSize - offset
+            else { break }
             try checkLimit(offset + size - moov.offset, of: moov, input: source.input)
             if !source.isLocal(offset..<min(fileSize, offset + size + 16)) {
                 try source.prefetch(offset..<min(fileSize, offset + size + afterMoov))
@@ -205,8 +215,10 @@ public struct BoxWalker: Sendable {
 
     private func checkLimit(_ size: Int64, of moov: StatedBox, input: String) throws {
         guard size > maxHeaderBox else { return }
-        throw MediaError.malformed(input: input, detail: "the moov box at offset \(moov.offset) claims \(size) bytes, "
-                                   + "more than the \(maxHeaderBox)-byte limit for a header")
+        throw MediaError.malformed(
+            input: input,
+            detail: "the moov box at offset \(moov.offset) claims \(size) bytes, "
+                + "more than the \(maxHeaderBox)-byte limit for a header")
     }
 
     /// True when `parent` has a direct child box of `type` (headers read from cached bytes).

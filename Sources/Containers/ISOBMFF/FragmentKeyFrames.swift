@@ -30,9 +30,13 @@ package struct FragmentKeyFrames {
     /// one before any), as an index entry with its byte range; `delay` (the stream's decode delay,
     /// in its time base) turns decode times into presentation times. Nil entries: the `moof` or
     /// its run could not be read, or the sample listed is not a sync sample.
-    package func keyFrames(at times: [Double], delay: Int64, connections: Int, cancellation: Cancellation) throws -> [KeyFrame?] {
-        guard let defaults = timeline.defaults[track], let points = timeline.randomAccess[track]?.sorted(by: { $0.time < $1.time }),
-              !points.isEmpty, let size = try source.size() else { return times.map { _ in nil } }
+    package func keyFrames(
+        at times: [Double], delay: Int64, connections: Int, cancellation: Cancellation
+    ) throws -> [KeyFrame?] {
+        guard let defaults = timeline.defaults[track],
+            let points = timeline.randomAccess[track]?.sorted(by: { $0.time < $1.time }),
+            !points.isEmpty, let size = try source.size()
+        else { return times.map { _ in nil } }
         let scale = 1 / Double(defaults.timescale)
         let delaySeconds = Double(delay) * scale
         let chosen = times.map { time in points.last { Double($0.time) * scale + delaySeconds <= time } ?? points[0] }
@@ -53,8 +57,9 @@ package struct FragmentKeyFrames {
             guard let range = ranges[point] ?? nil else { return nil }
             let (timestamp, overflow) = point.time.addingReportingOverflow(delay)
             guard !overflow else { return nil }
-            let entry = IndexEntry(position: range.lowerBound, size: Int64(range.count), time: Double(timestamp) * scale,
-                                   timestamp: timestamp, decodeTime: Double(point.time) * scale, isKeyframe: true)
+            let entry = IndexEntry(
+                position: range.lowerBound, size: Int64(range.count), time: Double(timestamp) * scale,
+                timestamp: timestamp, decodeTime: Double(point.time) * scale, isKeyframe: true)
             let next = points.first { $0.moof > range.lowerBound }?.moof ?? size
             return KeyFrame(entry: entry, fragmentEnd: max(range.upperBound, next))
         }
@@ -64,15 +69,18 @@ package struct FragmentKeyFrames {
     /// every fragment's first sample, also where fragments are cut shorter than a group of pictures.
     private func isSync(_ point: FragmentTimeline.RandomAccessPoint, reader: inout LocalBoxReader) throws -> Bool {
         guard let moof = try StatedBox.readIfWellFormed(from: source, at: point.moof), let size = moof.size,
-              let samples = FragmentSamples(moof: point.moof + Int64(moof.headerSize)..<point.moof + size, track: track,
-                                            defaults: timeline.defaults, reader: &reader) else { return false }
+            let samples = FragmentSamples(
+                moof: point.moof + Int64(moof.headerSize)..<point.moof + size, track: track,
+                defaults: timeline.defaults, reader: &reader)
+        else { return false }
         return samples.syncs.contains { $0.trun == point.trun && $0.sample == point.sample }
     }
 
     /// The track ID of a `traf`'s `tfhd`.
     private func trackID(of traf: Range<Int64>, reader: inout LocalBoxReader) -> UInt32? {
         guard let tfhd = reader.children(of: traf).first(where: { $0.box.type == "tfhd" }),
-              let bytes = reader.bytes(at: tfhd.body.lowerBound, count: 8) else { return nil }
+            let bytes = reader.bytes(at: tfhd.body.lowerBound, count: 8)
+        else { return nil }
         var fields = FieldReader(bytes)
         return fields.skip(4) ? fields.u32() : nil
     }
@@ -81,16 +89,27 @@ package struct FragmentKeyFrames {
     /// `moof` for the first `traf` or with default-base-is-moof), its `trun`'s data offset, and
     /// the sizes of the samples before it. Nil for what this does not follow (a later `traf` or
     /// `trun` that continues where the previous one ended) or for bytes outside the file.
-    private func sampleRange(_ point: FragmentTimeline.RandomAccessPoint, defaults: TrackDefaults, size: Int64,
-                             reader: inout LocalBoxReader) throws -> Range<Int64>? {
-        if !source.isLocal(point.moof..<min(size, point.moof + 16)) { try source.prefetch(point.moof..<min(size, point.moof + moofGuess)) }
+    private func sampleRange(
+        _ point: FragmentTimeline.RandomAccessPoint, defaults: TrackDefaults, size: Int64,
+        reader: inout LocalBoxReader
+    ) throws -> Range<Int64>? {
+        if !source.isLocal(point.moof..<min(size, point.moof + 16)) {
+            try source.prefetch(point.moof..<min(size, point.moof + moofGuess))
+        }
         guard let moof = try StatedBox.readIfWellFormed(from: source, at: point.moof), moof.type == "moof",
-              let moofSize = moof.size, moofSize <= min(size - point.moof, FragmentTimeline.maximumBox) else { return nil }
-        if !source.isLocal(point.moof..<point.moof + moofSize) { try source.prefetch(point.moof..<point.moof + moofSize) }
-        let trafs = reader.children(of: point.moof + Int64(moof.headerSize)..<point.moof + moofSize).filter { $0.box.type == "traf" }
+            let moofSize = moof.size, moofSize <= min(size - point.moof, FragmentTimeline.maximumBox)
+        else { return nil }
+        if !source.isLocal(point.moof..<point.moof + moofSize) {
+            try source.prefetch(point.moof..<point.moof + moofSize)
+        }
+        let trafs = reader.children(of: point.moof + Int64(moof.headerSize)..<point.moof + moofSize).filter {
+            $0.box.type == "traf"
+        }
         // The track's own traf (a sidx does not number them); else the one the tfra numbers.
-        guard let number = trafs.firstIndex(where: { trackID(of: $0.body, reader: &reader) == track }).map({ $0 + 1 })
-                ?? (point.traf >= 1 && Int(point.traf) <= trafs.count ? Int(point.traf) : nil) else { return nil }
+        guard
+            let number = trafs.firstIndex(where: { trackID(of: $0.body, reader: &reader) == track }).map({ $0 + 1 })
+                ?? (point.traf >= 1 && Int(point.traf) <= trafs.count ? Int(point.traf) : nil)
+        else { return nil }
         var base: Int64?
         var defaultSize = defaults.sampleSize
         var runs: [[UInt8]] = []
@@ -111,11 +130,13 @@ package struct FragmentKeyFrames {
         }
         guard let base, point.trun >= 1, Int(point.trun) <= runs.count else { return nil }
         var fields = FieldReader(runs[Int(point.trun) - 1])
-        guard let (_, flags) = fields.versionAndFlags(), let count = fields.u32(), point.sample >= 1, point.sample <= count else { return nil }
+        guard let (_, flags) = fields.versionAndFlags(), let count = fields.u32(), point.sample >= 1,
+            point.sample <= count
+        else { return nil }
         var start = base
         if flags & 0x01 != 0 {
             guard let raw = fields.u32() else { return nil }
-            start += Int64(Int32(bitPattern: raw)) // signed: relative to the base
+            start += Int64(Int32(bitPattern: raw))  // signed: relative to the base
         } else if point.trun != 1 {
             return nil
         }
@@ -133,7 +154,9 @@ package struct FragmentKeyFrames {
             for index in 1...point.sample {
                 if flags & 0x100 != 0 { guard fields.skip(4) else { return nil } }
                 sampleSize = fields.u32()
-                guard fields.skip(perSample - 4 - (flags & 0x100 != 0 ? 4 : 0)), let bytes = sampleSize else { return nil }
+                guard fields.skip(perSample - 4 - (flags & 0x100 != 0 ? 4 : 0)), let bytes = sampleSize else {
+                    return nil
+                }
                 if index < point.sample { start += Int64(bytes) }
             }
         }

@@ -27,19 +27,25 @@ package struct FragmentScan {
     /// times `delay` ahead of decode times, in the track's time base) of `track`, whose `timeline`
     /// was read from its index or last fragment (`known`: the fragments its index places); nil when
     /// one could not be found.
-    package static func randomAccess(at times: [Double], delay: Int64, track: UInt32, timeline: FragmentTimeline, layout: MP4Layout,
-                             known: [FragmentTimeline.RandomAccessPoint], source: any MediaSource, connections: Int,
-                             cancellation: Cancellation) throws -> [FragmentTimeline.RandomAccessPoint]? {
+    package static func randomAccess(
+        at times: [Double], delay: Int64, track: UInt32, timeline: FragmentTimeline, layout: MP4Layout,
+        known: [FragmentTimeline.RandomAccessPoint], source: any MediaSource, connections: Int,
+        cancellation: Cancellation
+    ) throws -> [FragmentTimeline.RandomAccessPoint]? {
         guard let size = try source.size(), let moof = layout.boxes.first(where: { $0.type == "moof" }),
-              let ends = timeline.tracks.first(where: { $0.id == track }), let start = ends.start else { return nil }
+            let ends = timeline.tracks.first(where: { $0.id == track }), let start = ends.start
+        else { return nil }
         let fragment = (layout.boxes.first { $0.offset == moof.end }?.size ?? 0) + moof.size
-        var scan = FragmentScan(source: source, size: size, track: track, defaults: timeline.defaults, first: (moof.offset, start),
-                                firstFragment: fragment, end: ends.end)
+        var scan = FragmentScan(
+            source: source, size: size, track: track, defaults: timeline.defaults, first: (moof.offset, start),
+            firstFragment: fragment, end: ends.end)
         scan.points += known.filter { $0.moof > moof.offset && $0.moof < size }.map { ($0.moof, $0.time) }
         scan.points.sort { $0.position < $1.position }
         let scale = Double(ends.timescale)
         let decodeTimes = times.map { max(start, Int64(($0 * scale).rounded(.down)) - delay) }
-        guard let points = try scan.points(at: decodeTimes, connections: connections, cancellation: cancellation) else { return nil }
+        guard let points = try scan.points(at: decodeTimes, connections: connections, cancellation: cancellation) else {
+            return nil
+        }
         return Array(Set(points)).sorted { $0.time < $1.time }
     }
 
@@ -50,8 +56,10 @@ package struct FragmentScan {
     private var points: [(position: Int64, time: Int64)]
 
     /// `first`: the first `moof` and the track's first decode time; `end`: the track's end.
-    init(source: any MediaSource, size: Int64, track: UInt32, defaults: [UInt32: TrackDefaults],
-         first: (moof: Int64, time: Int64), firstFragment: Int64, end: Int64) {
+    init(
+        source: any MediaSource, size: Int64, track: UInt32, defaults: [UInt32: TrackDefaults],
+        first: (moof: Int64, time: Int64), firstFragment: Int64, end: Int64
+    ) {
         self.source = source
         self.size = size
         self.track = track
@@ -61,14 +69,17 @@ package struct FragmentScan {
     }
 
     /// The sync sample at or before each decode time, or nil when one could not be found.
-    mutating func points(at times: [Int64], connections: Int,
-                         cancellation: Cancellation) throws -> [FragmentTimeline.RandomAccessPoint]? {
+    mutating func points(
+        at times: [Int64], connections: Int,
+        cancellation: Cancellation
+    ) throws -> [FragmentTimeline.RandomAccessPoint]? {
         let wanted = Set(times).sorted()
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
         let wave = wanted.map { placed($0) }
-        try prefetcher.fetch(Prefetcher.merge(wave.flatMap { source.missingRanges(in: $0) }, gap: 0), source: source,
-                             cancellation: cancellation)
+        try prefetcher.fetch(
+            Prefetcher.merge(wave.flatMap { source.missingRanges(in: $0) }, gap: 0), source: source,
+            cancellation: cancellation)
         var found: [Int64: FragmentTimeline.RandomAccessPoint] = [:]
         for (time, read) in zip(wanted, wave) {
             if cancellation.isCancelled { throw MediaError.interrupted }
@@ -78,7 +89,8 @@ package struct FragmentScan {
         return times.map { found[$0]! }
     }
 
-    private mutating func point(at wanted: Int64, firstRead: Range<Int64>) throws -> FragmentTimeline.RandomAccessPoint? {
+    private mutating func point(at wanted: Int64, firstRead: Range<Int64>) throws -> FragmentTimeline.RandomAccessPoint?
+    {
         var read: Range<Int64>? = firstRead
         var time = wanted
         var reader = LocalBoxReader(source: source)
@@ -88,20 +100,22 @@ package struct FragmentScan {
         for _ in 0..<FragmentScan.readsPerTime {
             let range = read ?? placed(time)
             // A fragment read before that holds the time (with its sync sample) needs no read.
-            let fragments = try seen.last(where: { $0.samples.start <= time && time < $0.samples.end }).map { [$0] }
+            let fragments =
+                try seen.last(where: { $0.samples.start <= time && time < $0.samples.end }).map { [$0] }
                 ?? moofs(in: range, reader: &reader)
             points.append(contentsOf: fragments.map { ($0.offset, $0.samples.start) })
             points.sort { $0.position < $1.position }
             guard let earliest = fragments.first?.offset else {
-                read = max(points[0].position, range.lowerBound - back)..<range.upperBound // no moof starts here: more before
+                read = max(points[0].position, range.lowerBound - back)..<range.upperBound  // no moof starts here: more before
                 back *= 2
                 continue
             }
             if let holding = fragments.last(where: { $0.samples.start <= time }) {
                 if time < holding.samples.end || holding.next == nil {
                     if let sync = holding.samples.syncs.last(where: { $0.time <= time }) {
-                        return FragmentTimeline.RandomAccessPoint(time: sync.time, moof: holding.offset, traf: 0, trun: sync.trun,
-                                                                  sample: sync.sample)
+                        return FragmentTimeline.RandomAccessPoint(
+                            time: sync.time, moof: holding.offset, traf: 0, trun: sync.trun,
+                            sample: sync.sample)
                     }
                     // No sync sample in it up to the time (fragments shorter than a group of
                     // pictures): the last one of the fragments before.
@@ -130,7 +144,8 @@ package struct FragmentScan {
         let above = points.first { $0.position > below.position && $0.time > time } ?? points[points.count - 1]
         var guess = below.position
         if above.time > below.time {
-            guess += Int64(Double(time - below.time) / Double(above.time - below.time) * Double(above.position - below.position))
+            guess += Int64(
+                Double(time - below.time) / Double(above.time - below.time) * Double(above.position - below.position))
         }
         let end = min(size, max(guess + window / 5, points[0].position + window))
         return max(points[0].position, end - window)..<end
@@ -159,9 +174,11 @@ package struct FragmentScan {
             }
             let offset = range.lowerBound + Int64(p)
             guard let box = try StatedBox.readIfWellFormed(from: source, at: offset), let boxSize = box.size,
-                  boxSize <= range.upperBound - offset,
-                  let samples = FragmentSamples(moof: offset + Int64(box.headerSize)..<offset + boxSize, track: track,
-                                                defaults: defaults, reader: &reader) else {
+                boxSize <= range.upperBound - offset,
+                let samples = FragmentSamples(
+                    moof: offset + Int64(box.headerSize)..<offset + boxSize, track: track,
+                    defaults: defaults, reader: &reader)
+            else {
                 p += 1
                 continue
             }
@@ -179,7 +196,8 @@ package struct FragmentScan {
     /// The `mdat` at `offset`, when its header is here; it may run to the end of the file.
     private func mediaData(at offset: Int64) throws -> Range<Int64>? {
         guard offset + 8 <= size, source.isLocal(offset..<min(size, offset + 16)),
-              let box = try StatedBox.readIfWellFormed(from: source, at: offset), box.type == "mdat" else { return nil }
+            let box = try StatedBox.readIfWellFormed(from: source, at: offset), box.type == "mdat"
+        else { return nil }
         return offset..<min(size, offset + (box.size ?? size - offset))
     }
 }
@@ -211,7 +229,9 @@ package struct FragmentSamples {
         var defaultFlags = defaults?.sampleFlags
         var syncs: [(Int64, UInt32, UInt32)] = []
         for (box, body) in reader.children(of: traf) {
-            guard ["tfhd", "tfdt", "trun"].contains(box.type), let bytes = reader.bytes(at: body.lowerBound, count: body.count) else { continue }
+            guard ["tfhd", "tfdt", "trun"].contains(box.type),
+                let bytes = reader.bytes(at: body.lowerBound, count: body.count)
+            else { continue }
             var fields = FieldReader(bytes)
             guard let (version, flags) = fields.versionAndFlags() else { return nil }
             switch box.type {
@@ -226,7 +246,7 @@ package struct FragmentSamples {
                 guard let base = fields.uint(version == 1 ? 8 : 4), base <= UInt64(Int64.max / 4) else { return nil }
                 start = Int64(base)
                 time = Int64(base)
-            default: // trun
+            default:  // trun
                 guard start != nil, let count = fields.u32() else { return nil }
                 trun += 1
                 if flags & 0x01 != 0 { guard fields.skip(4) else { return nil } }

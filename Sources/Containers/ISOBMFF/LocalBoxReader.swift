@@ -14,7 +14,8 @@ package struct LocalBoxReader {
         while offset + 8 <= range.upperBound, budget > 0, source.isLocal(offset..<min(range.upperBound, offset + 16)) {
             budget -= 1
             guard let box = try? StatedBox.readIfWellFormed(from: source, at: offset) else { break }
-            let end = box.size.map { $0 <= range.upperBound - offset ? offset + $0 : range.upperBound } ?? range.upperBound
+            let end =
+                box.size.map { $0 <= range.upperBound - offset ? offset + $0 : range.upperBound } ?? range.upperBound
             found.append((box, offset + Int64(box.headerSize)..<end))
             offset = end
         }
@@ -24,7 +25,8 @@ package struct LocalBoxReader {
     /// `count` bytes at `offset` when they are local, else nil.
     func bytes(at offset: Int64, count: Int) -> [UInt8]? {
         guard offset >= 0, source.isLocal(offset..<offset + Int64(count)),
-              let bytes = try? source.bytes(at: offset, count: count), bytes.count == count else { return nil }
+            let bytes = try? source.bytes(at: offset, count: count), bytes.count == count
+        else { return nil }
         return bytes
     }
 }

@@ -33,8 +33,11 @@ package struct MoofChain {
         guard let size = try source.size() else { return }
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
-        try prefetcher.fetch(Set(known).sorted().filter { $0 >= 0 && $0 < size }.flatMap { source.missingRanges(in: $0..<min(size, $0 + step)) },
-                             source: source, cancellation: cancellation)
+        try prefetcher.fetch(
+            Set(known).sorted().filter { $0 >= 0 && $0 < size }.flatMap {
+                source.missingRanges(in: $0..<min(size, $0 + step))
+            },
+            source: source, cancellation: cancellation)
         var at = first
         while at < size - 8 {
             if cancellation.isCancelled { throw MediaError.interrupted }
@@ -42,7 +45,8 @@ package struct MoofChain {
             // of the mdat that follows needs no request of its own.
             if !source.isLocal(at..<min(size, at + 16)) { try source.prefetch(at..<min(size, at + step)) }
             guard let box = try StatedBox.readIfWellFormed(from: source, at: at), let length = box.size,
-                  length <= size - at else { return }
+                length <= size - at
+            else { return }
             // A moof larger than the step, with the header that follows it.
             let moof = at..<min(size, at + length + 16)
             if box.type == "moof", !source.isLocal(moof) { try source.prefetch(moof) }

@@ -15,7 +15,9 @@ package struct SampleTables {
 
     package init(moov: BoxHeader, source: any MediaSource) {
         var reader = LocalBoxReader(source: source)
-        let traks = reader.children(of: moov.offset + Int64(moov.headerSize)..<moov.end).filter { $0.box.type == "trak" }
+        let traks = reader.children(of: moov.offset + Int64(moov.headerSize)..<moov.end).filter {
+            $0.box.type == "trak"
+        }
         for (track, trak) in traks.enumerated() {
             var tables = Tables()
             tables.collect(in: trak.body, reader: &reader, depth: 0)
@@ -39,8 +41,10 @@ private struct Tables {
     /// Entry sizes of the tables whose body is: version and flags, a 32-bit count, the entries.
     static let simple: [String: Int64] = ["stts": 8, "ctts": 8, "stss": 4, "stsc": 12, "stco": 4, "co64": 8]
     static let containers: Set<String> = ["mdia", "minf", "stbl", "edts"]
-    static let what = ["stts": "entries", "ctts": "entries", "stss": "key frames", "stsc": "entries",
-                       "stco": "chunks", "co64": "chunks", "stsz": "samples", "stz2": "samples", "elst": "edits"]
+    static let what = [
+        "stts": "entries", "ctts": "entries", "stss": "key frames", "stsc": "entries",
+        "stco": "chunks", "co64": "chunks", "stsz": "samples", "stz2": "samples", "elst": "edits",
+    ]
 
     /// `depth` below the trak: the tables sit at most three containers down (mdia, minf, stbl), and
     /// a file nesting containers deeper must not take the stack with it.
@@ -60,7 +64,8 @@ private struct Tables {
                 let entry = Tables.simple[type] ?? 1
                 counts[type] = (u32(4), max(0, size - 8) / entry)
                 if type == "stsc", u32(4) > 0, u32(4) <= max(0, size - 8) / entry,
-                   let last = reader.bytes(at: body.lowerBound + 8 + (u32(4) - 1) * entry, count: 4) {
+                    let last = reader.bytes(at: body.lowerBound + 8 + (u32(4) - 1) * entry, count: 4)
+                {
                     lastFirstChunk = Int64(BigEndian.uint(last))
                 }
             case "elst":
@@ -82,12 +87,15 @@ private struct Tables {
         var found: [String] = []
         for type in ["stsz", "stz2", "stco", "co64", "stsc", "stts", "ctts", "stss", "elst"] {
             guard let (claimed, room) = counts[type], claimed > room else { continue }
-            found.append("the \(type) box of track \(track) claims \(claimed) \(Tables.what[type] ?? "entries") but holds room for \(room)")
+            found.append(
+                "the \(type) box of track \(track) claims \(claimed) \(Tables.what[type] ?? "entries") but holds room for \(room)"
+            )
         }
         let chunks = (counts["stco"] ?? counts["co64"])?.claimed
         if let chunks, let lastFirstChunk, lastFirstChunk > chunks {
-            found.append("the stsc box of track \(track) starts a run at chunk \(lastFirstChunk) but the "
-                         + "\(counts["stco"] != nil ? "stco" : "co64") box holds \(chunks) chunk\(chunks == 1 ? "" : "s")")
+            found.append(
+                "the stsc box of track \(track) starts a run at chunk \(lastFirstChunk) but the "
+                    + "\(counts["stco"] != nil ? "stco" : "co64") box holds \(chunks) chunk\(chunks == 1 ? "" : "s")")
         }
         let samples = (counts["stsz"] ?? counts["stz2"])?.claimed
         if let samples, let keys = counts["stss"]?.claimed, keys > samples {

@@ -33,10 +33,14 @@ package struct StatedBox {
             guard bytes.count >= 16 else { throw Problem(text: "truncated 64-bit box header at offset \(offset)") }
             let large = BigEndian.uint(bytes[8..<16])
             guard large <= UInt64(Int64.max) else { throw Problem(text: "box size overflows at offset \(offset)") }
-            guard large >= 16 else { throw Problem(text: "box '\(type)' at offset \(offset) has an impossible size \(large)") }
+            guard large >= 16 else {
+                throw Problem(text: "box '\(type)' at offset \(offset) has an impossible size \(large)")
+            }
             return StatedBox(type: type, offset: offset, headerSize: 16, size: Int64(large))
         default:
-            guard size32 >= 8 else { throw Problem(text: "box '\(type)' at offset \(offset) has an impossible size \(size32)") }
+            guard size32 >= 8 else {
+                throw Problem(text: "box '\(type)' at offset \(offset) has an impossible size \(size32)")
+            }
             return StatedBox(type: type, offset: offset, headerSize: 8, size: size32)
         }
     }

@@ -14,7 +14,9 @@ package enum MPEGAudioFrames {
         let time: Double
         let end: Double
 
-        package init(position: Int64, time: Double, end: Double) { (self.position, self.time, self.end) = (position, time, end) }
+        package init(position: Int64, time: Double, end: Double) {
+            (self.position, self.time, self.end) = (position, time, end)
+        }
     }
 
     /// A name ending in `.mp3` most likely names an MP3, whose header is an ID3 tag and a frame: its
@@ -31,8 +33,8 @@ package enum MPEGAudioFrames {
     package static func headEnd(_ source: any MediaSource) -> Int64? {
         guard source.isLocal(0..<10), let b = try? source.bytes(at: 0, count: 10), b.count == 10 else { return nil }
         if b.starts(with: Array("ID3".utf8)), b[6...9].allSatisfy({ $0 < 0x80 }) {
-            let size = Int64(BigEndian.uint(b[6...9], bitsPerByte: 7)) // four 7-bit bytes
-            let tag = 10 + size + (b[5] & 0x10 != 0 ? 10 : 0)                // a footer repeats the header
+            let size = Int64(BigEndian.uint(b[6...9], bitsPerByte: 7))  // four 7-bit bytes
+            let tag = 10 + size + (b[5] & 0x10 != 0 ? 10 : 0)  // a footer repeats the header
             return tag + (tag > firstRequest ? 64 << 10 : headFrames)
         }
         return frame(Array(b[0..<4])) != nil ? headFrames : nil
@@ -61,8 +63,8 @@ package enum MPEGAudioFrames {
     /// these are not the header of a frame of a known length (free format has none).
     static func frame(_ h: [UInt8]) -> (length: Int64, seconds: Double)? {
         guard h.count >= 4, h[0] == 0xFF, h[1] & 0xE0 == 0xE0 else { return nil }
-        let version = Int(h[1] >> 3 & 3) // 0: MPEG-2.5, 2: MPEG-2, 3: MPEG-1
-        let layer = Int(h[1] >> 1 & 3)   // 1: III, 2: II, 3: I
+        let version = Int(h[1] >> 3 & 3)  // 0: MPEG-2.5, 2: MPEG-2, 3: MPEG-1
+        let layer = Int(h[1] >> 1 & 3)  // 1: III, 2: II, 3: I
         let bitrateIndex = Int(h[2] >> 4), rateIndex = Int(h[2] >> 2 & 3), padding = Int(h[2] >> 1 & 1)
         guard version != 1, layer != 0, (1...14).contains(bitrateIndex), rateIndex != 3 else { return nil }
         let mpeg1 = version == 3
@@ -98,7 +100,9 @@ package enum MPEGAudioFrames {
         while at < size {
             if cancellation.isCancelled { throw MediaError.interrupted }
             guard let frame = try walk.frame(at: at, after: previous, time: time) else { return }
-            if time >= window.end { return try walk.have(previous..<min(size, at + frame.length + readPast), time: time) }
+            if time >= window.end {
+                return try walk.have(previous..<min(size, at + frame.length + readPast), time: time)
+            }
             previous = at
             at += frame.length
             time += frame.seconds
@@ -119,7 +123,9 @@ package enum MPEGAudioFrames {
             for i in bytes.indices where i + 4 <= bytes.count {
                 guard let first = MPEGAudioFrames.frame(Array(bytes[i..<i + 4])) else { continue }
                 let next = i + Int(first.length)
-                if next + 4 > bytes.count || MPEGAudioFrames.frame(Array(bytes[next..<next + 4])) != nil { return from + Int64(i) }
+                if next + 4 > bytes.count || MPEGAudioFrames.frame(Array(bytes[next..<next + 4])) != nil {
+                    return from + Int64(i)
+                }
             }
             return nil
         }

@@ -52,7 +52,11 @@ public enum TransportStreamTail {
             if stream.primary { start = min(start, stream.start) } else { textStart = min(textStart, stream.start) }
             guard let duration = durations[stream.pid] else { continue }
             found[stream.index] = duration
-            if stream.primary { end = max(end, stream.start + duration) } else { textEnd = max(textEnd, stream.start + duration) }
+            if stream.primary {
+                end = max(end, stream.start + duration)
+            } else {
+                textEnd = max(textEnd, stream.start + duration)
+            }
         }
         // A subtitle's or data's times stretch the file by less than a second, as libavformat takes them.
         if start == .max || (start > textStart && start - textStart < 90_000) { start = textStart }
@@ -80,7 +84,8 @@ public enum TransportStreamTail {
                     let duration = delta + stream.frame
                     if duration > 0 {
                         if let known = durations[pid], let before = last[pid], before > 0,
-                           !(known < duration && abs(duration - before) < 60 * 90_000) {
+                            !(known < duration && abs(duration - before) < 60 * 90_000)
+                        {
                             // kept: an outlier, or not past what is known
                         } else {
                             durations[pid] = duration
@@ -90,7 +95,7 @@ public enum TransportStreamTail {
                 }
                 at += stride
             }
-            at += 1 // lost sync (damage, a cut): find it again
+            at += 1  // lost sync (damage, a cut): find it again
         }
         return durations
     }
@@ -103,7 +108,9 @@ public enum TransportStreamTail {
             if bytes[at] == 0x47 {
                 for stride in [188, 192, 204] {
                     let count = min(8, (bytes.count - at - 188) / stride + 1)
-                    if (1..<count).allSatisfy({ bytes[at + $0 * stride] == 0x47 }) && (count > 1 || stride == 188) { return (at, stride) }
+                    if (1..<count).allSatisfy({ bytes[at + $0 * stride] == 0x47 }) && (count > 1 || stride == 188) {
+                        return (at, stride)
+                    }
                 }
             }
             at += 1
@@ -114,16 +121,17 @@ public enum TransportStreamTail {
     /// The PID and PTS of the packet at `at` when it starts a PES whose header has a PTS.
     private static func timestamp(ofPacketAt at: Int, in bytes: [UInt8]) -> (Int, Int64)? {
         let flags = bytes[at + 1]
-        guard flags & 0x40 != 0 else { return nil } // payload_unit_start_indicator
+        guard flags & 0x40 != 0 else { return nil }  // payload_unit_start_indicator
         let pid = Int(flags & 0x1F) << 8 | Int(bytes[at + 2])
         let control = bytes[at + 3] >> 4 & 3
-        guard control & 1 != 0 else { return nil } // no payload
+        guard control & 1 != 0 else { return nil }  // no payload
         let p = at + 4 + (control & 2 != 0 ? 1 + Int(bytes[at + 4]) : 0)
         // Streams without the header that holds a PTS: program stream map, padding, private
         // stream 2, ECM, EMM, directory, DSM-CC, H.222.1 type E.
         guard p + 14 <= at + 188, bytes[p] == 0, bytes[p + 1] == 0, bytes[p + 2] == 1,
-              ![0xBC, 0xBE, 0xBF, 0xF0, 0xF1, 0xF2, 0xF8, 0xFF].contains(bytes[p + 3]),
-              bytes[p + 6] & 0xC0 == 0x80, bytes[p + 7] & 0x80 != 0 else { return nil } // PES with a PTS
+            ![0xBC, 0xBE, 0xBF, 0xF0, 0xF1, 0xF2, 0xF8, 0xFF].contains(bytes[p + 3]),
+            bytes[p + 6] & 0xC0 == 0x80, bytes[p + 7] & 0x80 != 0
+        else { return nil }  // PES with a PTS
         let t = bytes[p + 9..<p + 14].map(Int64.init)
         let pts = (t[0] >> 1 & 7) << 30 | t[1] << 22 | (t[2] >> 1) << 15 | t[3] << 7 | t[4] >> 1
         return (pid, pts)

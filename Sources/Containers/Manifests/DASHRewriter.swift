@@ -20,11 +20,15 @@ public enum DASHRewriter {
         do { root = try MarkupElement.parse(text) } catch let e as MarkupElement.Malformed {
             throw MediaError.malformedPlaylist(input: base, detail: "not well-formed XML: \(e.detail)")
         }
-        guard root.name == "MPD" else { throw MediaError.malformedPlaylist(input: base, detail: "its root element is not <MPD>") }
+        guard root.name == "MPD" else {
+            throw MediaError.malformedPlaylist(input: base, detail: "its root element is not <MPD>")
+        }
         // A remote element (`xlink:href` on a Period, AdaptationSet, ...) is more manifest at a URL
         // of its own, which the player would fetch and resolve as it is: not routed, so refused.
         if let remote = root.first(where: { $0["href"] != nil }) {
-            throw MediaError.malformedPlaylist(input: base, detail: "its <\(remote.name)> is a remote element (xlink:href), which mprobe does not route")
+            throw MediaError.malformedPlaylist(
+                input: base,
+                detail: "its <\(remote.name)> is a remote element (xlink:href), which mprobe does not route")
         }
         let rewriter = Rewriter(document: base, route: route)
         let manifestBase = try DASHManifest.resolve(root.child("BaseURL")?.text, against: base, url: base) ?? base
@@ -33,11 +37,14 @@ public enum DASHRewriter {
             // Where a live player fetches the manifest again: through the proxy too.
             if period.name == "Location" || period.name == "PatchLocation" {
                 var location = period
-                location.text = try rewriter.routed(period.text.trimmingCharacters(in: .whitespacesAndNewlines), base: base)
+                location.text = try rewriter.routed(
+                    period.text.trimmingCharacters(in: .whitespacesAndNewlines), base: base)
                 return location
             }
             guard period.name == "Period" else { return period }
-            let periodBase = try DASHManifest.resolve(period.child("BaseURL")?.text, against: manifestBase, url: base) ?? manifestBase
+            let periodBase =
+                try DASHManifest.resolve(period.child("BaseURL")?.text, against: manifestBase, url: base)
+                ?? manifestBase
             var rewritten = period.removing("BaseURL")
             rewritten.children = try rewritten.children.map { set in
                 guard set.name == "AdaptationSet" else { return set }
@@ -53,7 +60,8 @@ public enum DASHRewriter {
         let route: (String) -> String
 
         func adaptationSet(_ set: MarkupElement, base periodBase: String) throws -> MarkupElement {
-            let base = try DASHManifest.resolve(set.child("BaseURL")?.text, against: periodBase, url: document) ?? periodBase
+            let base =
+                try DASHManifest.resolve(set.child("BaseURL")?.text, against: periodBase, url: document) ?? periodBase
             var rewritten = set.removing("BaseURL", "SegmentTemplate", "SegmentList", "SegmentBase")
             rewritten.children = try rewritten.children.map { rep in
                 guard rep.name == "Representation" else { return rep }
@@ -69,9 +77,14 @@ public enum DASHRewriter {
             if let template = information, template.name == "SegmentTemplate" {
                 // The Representation's own attributes over its AdaptationSet's; its timeline, else the set's.
                 var merged = set.child("SegmentTemplate") ?? template
-                for (name, value) in rep.child("SegmentTemplate")?.written ?? [] { merged = merged.setting(name, to: value) }
-                merged.children = [(rep.child("SegmentTemplate")?.child("SegmentTimeline") ?? set.child("SegmentTemplate")?.child("SegmentTimeline"))]
-                    .compactMap { $0 }
+                for (name, value) in rep.child("SegmentTemplate")?.written ?? [] {
+                    merged = merged.setting(name, to: value)
+                }
+                merged.children = [
+                    (rep.child("SegmentTemplate")?.child("SegmentTimeline")
+                        ?? set.child("SegmentTemplate")?.child("SegmentTimeline"))
+                ]
+                .compactMap { $0 }
                 for name in ["media", "initialization", "index"] where merged[name] != nil {
                     merged = merged.setting(name, to: try routedTemplate(merged[name]!, base: base))
                 }
@@ -81,7 +94,8 @@ public enum DASHRewriter {
                 rewritten.children = try list.children.map { item in
                     switch item.name {
                     case "SegmentURL": return item.setting("media", to: try routed(item["media"], base: base))
-                    case "Initialization", "RepresentationIndex": return item.setting("sourceURL", to: try routed(item["sourceURL"], base: base))
+                    case "Initialization", "RepresentationIndex":
+                        return item.setting("sourceURL", to: try routed(item["sourceURL"], base: base))
                     default: return item
                     }
                 }

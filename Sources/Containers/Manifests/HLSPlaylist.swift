@@ -26,7 +26,8 @@ package enum HLSPlaylist: Sendable {
         let isMaster = lines.contains { $0.hasPrefix("#EXT-X-STREAM-INF:") }
         let isMedia = lines.contains { $0.hasPrefix("#EXTINF:") }
         if isMaster && isMedia {
-            throw MediaError.malformedPlaylist(input: url, detail: "it lists both variants (#EXT-X-STREAM-INF) and segments (#EXTINF)")
+            throw MediaError.malformedPlaylist(
+                input: url, detail: "it lists both variants (#EXT-X-STREAM-INF) and segments (#EXTINF)")
         }
         let parser = Parser(url: url)
         return isMaster ? .master(try parser.master(lines)) : .media(try parser.media(lines))
@@ -44,35 +45,43 @@ package enum HLSPlaylist: Sendable {
                 } else if let value = line.value(of: "#EXT-X-MEDIA:") {
                     let a = try attributes(value, tag: "EXT-X-MEDIA")
                     guard let type = a["TYPE"], let group = a["GROUP-ID"] else {
-                        throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-MEDIA without TYPE or GROUP-ID: \(line)")
+                        throw MediaError.malformedPlaylist(
+                            input: url, detail: "#EXT-X-MEDIA without TYPE or GROUP-ID: \(line)")
                     }
-                    master.renditions.append(HLSRendition(type: type, groupID: group, name: a["NAME"], language: a["LANGUAGE"],
-                                                          isDefault: a["DEFAULT"] == "YES", channels: a["CHANNELS"],
-                                                          uri: try a["URI"].map { try resolve($0) }))
+                    master.renditions.append(
+                        HLSRendition(
+                            type: type, groupID: group, name: a["NAME"], language: a["LANGUAGE"],
+                            isDefault: a["DEFAULT"] == "YES", channels: a["CHANNELS"],
+                            uri: try a["URI"].map { try resolve($0) }))
                 } else if let value = line.value(of: "#EXT-X-SESSION-KEY:") {
                     if let method = try attributes(value, tag: "EXT-X-SESSION-KEY")["METHOD"], method != "NONE" {
                         master.encryption.insert(method)
                     }
                 } else if line.hasPrefix("#") {
-                    continue // other tags and comments
+                    continue  // other tags and comments
                 } else if let a = pending {
                     master.variants.append(try variant(a, uri: line))
                     pending = nil
                 }
             }
-            if pending != nil { throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-STREAM-INF without a URI after it") }
+            if pending != nil {
+                throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-STREAM-INF without a URI after it")
+            }
             return master
         }
 
         private func variant(_ a: HLSAttributes, uri: String) throws -> HLSVariant {
             guard let bandwidth = a["BANDWIDTH"].flatMap({ Int($0) }), bandwidth >= 0 else {
-                throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-STREAM-INF without a valid BANDWIDTH for \(uri)")
+                throw MediaError.malformedPlaylist(
+                    input: url, detail: "#EXT-X-STREAM-INF without a valid BANDWIDTH for \(uri)")
             }
             let size = a["RESOLUTION"].map { $0.split(separator: "x").compactMap { Int($0) } }
-            return HLSVariant(uri: try resolve(uri), bandwidth: bandwidth, averageBandwidth: a["AVERAGE-BANDWIDTH"].flatMap { Int($0) },
-                              width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
-                              codecs: a["CODECS"], frameRate: a["FRAME-RATE"].flatMap { Double($0) },
-                              audio: a["AUDIO"], subtitles: a["SUBTITLES"])
+            return HLSVariant(
+                uri: try resolve(uri), bandwidth: bandwidth,
+                averageBandwidth: a["AVERAGE-BANDWIDTH"].flatMap { Int($0) },
+                width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
+                codecs: a["CODECS"], frameRate: a["FRAME-RATE"].flatMap { Double($0) },
+                audio: a["AUDIO"], subtitles: a["SUBTITLES"])
         }
 
         func media(_ lines: ArraySlice<String>) throws -> HLSMedia {
@@ -89,8 +98,10 @@ package enum HLSPlaylist: Sendable {
                     let number = value.prefix { $0 != "," }.trimmingCharacters(in: .whitespaces)
                     // Decimal only (RFC 8216): Swift's Double would also take hexadecimal, "inf" and exponents.
                     guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let seconds = Double(number),
-                          seconds.isFinite, seconds >= 0, seconds < 86_400 else {
-                        throw MediaError.malformedPlaylist(input: url, detail: "a segment duration that is not a number of seconds: \(line)")
+                        seconds.isFinite, seconds >= 0, seconds < 86_400
+                    else {
+                        throw MediaError.malformedPlaylist(
+                            input: url, detail: "a segment duration that is not a number of seconds: \(line)")
                     }
                     duration = seconds
                 } else if let value = line.value(of: "#EXT-X-TARGETDURATION:") {
@@ -110,22 +121,29 @@ package enum HLSPlaylist: Sendable {
                     if key != "NONE" { media.encryption.insert(key) }
                 } else if let value = line.value(of: "#EXT-X-MAP:") {
                     let a = try attributes(value, tag: "EXT-X-MAP")
-                    guard let uri = a["URI"] else { throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-MAP without a URI") }
+                    guard let uri = a["URI"] else {
+                        throw MediaError.malformedPlaylist(input: url, detail: "#EXT-X-MAP without a URI")
+                    }
                     let resolved = try resolve(uri)
-                    map = HLSInitSection(uri: resolved, byteRange: try a["BYTERANGE"].map { value in
-                        let r = try byteRange(value)
-                        return try span(r, of: resolved, ends: &ends)
-                    })
+                    map = HLSInitSection(
+                        uri: resolved,
+                        byteRange: try a["BYTERANGE"].map { value in
+                            let r = try byteRange(value)
+                            return try span(r, of: resolved, ends: &ends)
+                        })
                 } else if line.hasPrefix("#") {
                     continue
                 } else {
                     guard let seconds = duration else {
-                        throw MediaError.malformedPlaylist(input: url, detail: "a segment URI without #EXTINF before it: \(line)")
+                        throw MediaError.malformedPlaylist(
+                            input: url, detail: "a segment URI without #EXTINF before it: \(line)")
                     }
                     let resolved = try resolve(line)
                     let bytes = try range.map { try span($0, of: resolved, ends: &ends) }
-                    media.segments.append(HLSSegment(uri: resolved, start: time, duration: seconds, byteRange: bytes,
-                                                     initSection: map, encrypted: key != "NONE"))
+                    media.segments.append(
+                        HLSSegment(
+                            uri: resolved, start: time, duration: seconds, byteRange: bytes,
+                            initSection: map, encrypted: key != "NONE"))
                     time += seconds
                     (duration, range) = (nil, nil)
                 }
@@ -137,15 +155,20 @@ package enum HLSPlaylist: Sendable {
         private func byteRange(_ value: String) throws -> (length: Int64, offset: Int64?) {
             let parts = value.split(separator: "@", omittingEmptySubsequences: false)
             guard parts.count <= 2, let length = Int64(parts[0]), length > 0,
-                  parts.count == 1 || Int64(parts[1]).map({ $0 >= 0 }) == true else {
-                throw MediaError.malformedPlaylist(input: url, detail: "a byte range that is not length[@offset]: \(value)")
+                parts.count == 1 || Int64(parts[1]).map({ $0 >= 0 }) == true
+            else {
+                throw MediaError.malformedPlaylist(
+                    input: url, detail: "a byte range that is not length[@offset]: \(value)")
             }
             return (length, parts.count == 2 ? Int64(parts[1]) : nil)
         }
 
-        private func span(_ range: (length: Int64, offset: Int64?), of uri: String, ends: inout [String: Int64]) throws -> Range<Int64> {
+        private func span(
+            _ range: (length: Int64, offset: Int64?), of uri: String, ends: inout [String: Int64]
+        ) throws -> Range<Int64> {
             guard let start = range.offset ?? ends[uri] else {
-                throw MediaError.malformedPlaylist(input: url, detail: "a byte range without an offset for the first range of \(uri)")
+                throw MediaError.malformedPlaylist(
+                    input: url, detail: "a byte range without an offset for the first range of \(uri)")
             }
             let (end, overflow) = start.addingReportingOverflow(range.length)
             guard !overflow, end <= ResponseInfo.maxResourceSize else {
@@ -157,7 +180,8 @@ package enum HLSPlaylist: Sendable {
 
         private func attributes(_ text: String, tag: String) throws -> HLSAttributes {
             guard let parsed = HLSAttributes(text) else {
-                throw MediaError.malformedPlaylist(input: url, detail: "#\(tag) has a malformed attribute list: \(text)")
+                throw MediaError.malformedPlaylist(
+                    input: url, detail: "#\(tag) has a malformed attribute list: \(text)")
             }
             return parsed
         }
@@ -247,7 +271,9 @@ package struct HLSMedia: Sendable {
     /// The segments that hold [from, to): the one containing `from` to the one containing the
     /// last instant before `to`.
     package func segments(from: Double, to: Double) -> ArraySlice<HLSSegment> {
-        guard let first = segments.lastIndex(where: { $0.start <= from }) ?? (segments.isEmpty ? nil : 0) else { return [] }
+        guard let first = segments.lastIndex(where: { $0.start <= from }) ?? (segments.isEmpty ? nil : 0) else {
+            return []
+        }
         var last = first
         while last + 1 < segments.count && segments[last + 1].start < to { last += 1 }
         return segments[first...last]
@@ -271,8 +297,10 @@ package struct HLSSegment: Sendable {
     package let initSection: HLSInitSection?
     package let encrypted: Bool
 
-    package init(uri: String, start: Double, duration: Double, byteRange: Range<Int64>?, initSection: HLSInitSection?,
-                 encrypted: Bool) {
+    package init(
+        uri: String, start: Double, duration: Double, byteRange: Range<Int64>?, initSection: HLSInitSection?,
+        encrypted: Bool
+    ) {
         (self.uri, self.start, self.duration, self.byteRange) = (uri, start, duration, byteRange)
         (self.initSection, self.encrypted) = (initSection, encrypted)
     }

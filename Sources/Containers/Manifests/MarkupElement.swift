@@ -63,10 +63,14 @@ package struct MarkupElement: Sendable {
         }
 
         mutating func element(depth: Int) throws -> MarkupElement {
-            guard depth < MarkupElement.maximumDepth else { throw Malformed(detail: "elements nested deeper than \(MarkupElement.maximumDepth)") }
+            guard depth < MarkupElement.maximumDepth else {
+                throw Malformed(detail: "elements nested deeper than \(MarkupElement.maximumDepth)")
+            }
             elements += 1
-            guard elements <= MarkupElement.maximumElements else { throw Malformed(detail: "more than \(MarkupElement.maximumElements) elements") }
-            p += 1 // <
+            guard elements <= MarkupElement.maximumElements else {
+                throw Malformed(detail: "more than \(MarkupElement.maximumElements) elements")
+            }
+            p += 1  // <
             let qualified = token()
             let name = localName(qualified)
             guard !name.isEmpty else { throw Malformed(detail: "an element without a name at byte \(p)") }
@@ -98,7 +102,9 @@ package struct MarkupElement: Sendable {
                 let start = p
                 while p < bytes.count && bytes[p] != quote { p += 1 }
                 guard p < bytes.count else { throw Malformed(detail: "an unterminated attribute \(key) in <\(name)>") }
-                guard attributes[key] == nil else { throw Malformed(detail: "<\(name)> has the attribute \(key) twice") }
+                guard attributes[key] == nil else {
+                    throw Malformed(detail: "<\(name)> has the attribute \(key) twice")
+                }
                 attributes[key] = try decode(bytes[start..<p])
                 written.append((qualifiedKey, attributes[key] ?? ""))
                 p += 1
@@ -163,7 +169,9 @@ package struct MarkupElement: Sendable {
             var rest = Substring(text)
             while let amp = rest.firstIndex(of: "&") {
                 out += rest[..<amp]
-                guard let semi = rest[amp...].firstIndex(of: ";") else { throw Malformed(detail: "an unterminated reference") }
+                guard let semi = rest[amp...].firstIndex(of: ";") else {
+                    throw Malformed(detail: "an unterminated reference")
+                }
                 let name = rest[rest.index(after: amp)..<semi]
                 switch name {
                 case "amp": out += "&"
@@ -173,8 +181,10 @@ package struct MarkupElement: Sendable {
                 case "apos": out += "'"
                 default:
                     let hex = name.hasPrefix("#x") || name.hasPrefix("#X")
-                    guard name.hasPrefix("#"), let value = UInt32(name.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10), value != 0,
-                          let scalar = Unicode.Scalar(value) else { throw Malformed(detail: "an unknown or forbidden reference &\(name);") }
+                    guard name.hasPrefix("#"), let value = UInt32(name.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10),
+                        value != 0,
+                        let scalar = Unicode.Scalar(value)
+                    else { throw Malformed(detail: "an unknown or forbidden reference &\(name);") }
                     out.unicodeScalars.append(scalar)
                 }
                 rest = rest[rest.index(after: semi)...]
@@ -201,9 +211,10 @@ package struct MarkupElement: Sendable {
         var copy = self
         var attributes = self.attributes
         attributes[attribute] = value
-        copy = MarkupElement(name: name, attributes: attributes, children: children, text: text, qualifiedName: qualifiedName,
-                             written: written.contains { $0.name == attribute }
-                                ? written.map { $0.name == attribute ? ($0.name, value) : $0 } : written + [(attribute, value)])
+        copy = MarkupElement(
+            name: name, attributes: attributes, children: children, text: text, qualifiedName: qualifiedName,
+            written: written.contains { $0.name == attribute }
+                ? written.map { $0.name == attribute ? ($0.name, value) : $0 } : written + [(attribute, value)])
         return copy
     }
 }

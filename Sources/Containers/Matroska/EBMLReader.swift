@@ -8,7 +8,9 @@ package struct EBMLReader {
 
     /// An element ID, its length marker kept (as Matroska writes IDs: 0x1F43B675).
     mutating func id() -> UInt32? {
-        guard position < bytes.count, let n = width(bytes[position]), n <= 4, position + n <= bytes.count else { return nil }
+        guard position < bytes.count, let n = width(bytes[position]), n <= 4, position + n <= bytes.count else {
+            return nil
+        }
         let value = UInt32(BigEndian.uint(bytes[position..<position + n]))
         position += n
         return value
@@ -38,7 +40,8 @@ package struct EBMLReader {
         var reader = EBMLReader(bytes: bytes, position: within.lowerBound)
         let end = min(within.upperBound, bytes.count)
         while reader.position < end, let child = reader.id(), let size = reader.size(), let length = size,
-              length <= end - reader.position {
+            length <= end - reader.position
+        {
             if child == id { found.append(reader.position..<reader.position + length) }
             reader.position += length
         }

@@ -50,7 +50,8 @@ package enum MatroskaClusters {
             reader.position += skip
             first = reader.id()
         }
-        guard first == timecodeID, let timecodeSize = reader.size() ?? nil, let timecode = reader.uint(timecodeSize) else { return nil }
+        guard first == timecodeID, let timecodeSize = reader.size() ?? nil, let timecode = reader.uint(timecodeSize)
+        else { return nil }
         var blocks: [Block] = []
         var cut: Block?
         var end = stated
@@ -58,29 +59,40 @@ package enum MatroskaClusters {
             let element = reader.position
             guard let id = reader.id(), let childSize = reader.size() else { break }
             guard id == simpleBlock || id == blockGroup || otherChildren.contains(id) else {
-                if stated == nil { end = element } // an unknown size ends at the next element of the Segment
+                if stated == nil { end = element }  // an unknown size ends at the next element of the Segment
                 break
             }
             guard let length = childSize, length <= limit - reader.position else {
-                let head = id == simpleBlock ? blockHeader(bytes, at: reader.position).map { ($0.track, $0.relative, $0.flags & 0x80 != 0) }
+                let head =
+                    id == simpleBlock
+                    ? blockHeader(bytes, at: reader.position).map { ($0.track, $0.relative, $0.flags & 0x80 != 0) }
                     : id == blockGroup ? groupHead(bytes, body: reader.position) : nil
-                if let length = childSize, stated.map({ reader.position + length <= $0 }) ?? true, let (track, relative, keyframe) = head {
-                    cut = Block(position: element, size: reader.position + length - element, track: track,
-                                timecode: timecode + Int64(relative), keyframe: keyframe)
+                if let length = childSize, stated.map({ reader.position + length <= $0 }) ?? true,
+                    let (track, relative, keyframe) = head
+                {
+                    cut = Block(
+                        position: element, size: reader.position + length - element, track: track,
+                        timecode: timecode + Int64(relative), keyframe: keyframe)
                 }
                 break
             }
             let body = reader.position
             if id == simpleBlock, let header = blockHeader(bytes, at: body) {
-                blocks.append(Block(position: element, size: body + length - element, track: header.track,
-                                    timecode: timecode + Int64(header.relative), keyframe: header.flags & 0x80 != 0))
+                blocks.append(
+                    Block(
+                        position: element, size: body + length - element, track: header.track,
+                        timecode: timecode + Int64(header.relative), keyframe: header.flags & 0x80 != 0))
             } else if id == blockGroup, let grouped = group(bytes, body: body, length: length) {
-                blocks.append(Block(position: element, size: body + length - element, track: grouped.track,
-                                    timecode: timecode + Int64(grouped.relative), keyframe: grouped.keyframe))
+                blocks.append(
+                    Block(
+                        position: element, size: body + length - element, track: grouped.track,
+                        timecode: timecode + Int64(grouped.relative), keyframe: grouped.keyframe))
             }
             reader.position = body + length
         }
-        return Cluster(position: start, timecode: timecode, end: end.flatMap { $0 <= bytes.count ? $0 : nil }, blocks: blocks, cut: cut)
+        return Cluster(
+            position: start, timecode: timecode, end: end.flatMap { $0 <= bytes.count ? $0 : nil }, blocks: blocks,
+            cut: cut)
     }
 
     /// The Clusters of `bytes` from the first one at or after `from`, each followed to the next
@@ -106,7 +118,8 @@ package enum MatroskaClusters {
         var p = bytes.count - 4
         while p >= 0 {
             if bytes[p] == idBytes[0], let cluster = cluster(in: bytes, at: p, whole: true), !cluster.blocks.isEmpty,
-               endsTheFile(bytes, from: cluster.end) {
+                endsTheFile(bytes, from: cluster.end)
+            {
                 return cluster
             }
             p -= 1
@@ -115,8 +128,10 @@ package enum MatroskaClusters {
     }
 
     /// Top-level elements a Segment holds after its Clusters.
-    private static let segmentChildren: Set<UInt32> = [clusterID, 0x1C53_BB6B, 0x1254_C367, 0x1941_A469, 0x1043_A770, void,
-                                                       0x114D_9B74, 0x1549_A966, 0x1654_AE6B]
+    private static let segmentChildren: Set<UInt32> = [
+        clusterID, 0x1C53_BB6B, 0x1254_C367, 0x1941_A469, 0x1043_A770, void,
+        0x114D_9B74, 0x1549_A966, 0x1654_AE6B,
+    ]
 
     /// Whether the elements from `start` (nil: a Cluster of unknown size, running to the end) are
     /// Segment elements that end exactly where `bytes` does — or a Cluster the end cuts short (a
@@ -146,7 +161,9 @@ package enum MatroskaClusters {
         var reader = EBMLReader(bytes: bytes, position: body)
         var references = false
         while let id = reader.id(), let size = reader.size(), let n = size {
-            if id == block { return blockHeader(bytes, at: reader.position).map { ($0.track, $0.relative, !references) } }
+            if id == block {
+                return blockHeader(bytes, at: reader.position).map { ($0.track, $0.relative, !references) }
+            }
             if id == referenceBlock { references = true }
             reader.position += n
         }
@@ -154,7 +171,9 @@ package enum MatroskaClusters {
     }
 
     /// A BlockGroup's Block, a key frame when the group references no other block.
-    private static func group(_ bytes: [UInt8], body: Int, length: Int) -> (track: Int64, relative: Int16, keyframe: Bool)? {
+    private static func group(
+        _ bytes: [UInt8], body: Int, length: Int
+    ) -> (track: Int64, relative: Int16, keyframe: Bool)? {
         var reader = EBMLReader(bytes: bytes, position: body)
         var header: (track: Int64, relative: Int16, flags: UInt8)?
         var references = false

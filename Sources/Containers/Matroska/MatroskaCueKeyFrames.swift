@@ -30,9 +30,11 @@ extension MatroskaKeyFrames {
     ///
     /// `cuePoints` are the Cue points of `track`'s stream as the demuxer read them, `start` and
     /// `duration` (seconds) what the file's Info states, `clock` the stream's.
-    public static func fromCues(track: Int64, cuePoints: [IndexEntry], start: Double, duration: Double, clock: StreamClock,
-                                source: any MediaSource, times: [Double], connections: Int,
-                                cancellation: Cancellation) throws -> CueKeyFrames? {
+    public static func fromCues(
+        track: Int64, cuePoints: [IndexEntry], start: Double, duration: Double, clock: StreamClock,
+        source: any MediaSource, times: [Double], connections: Int,
+        cancellation: Cancellation
+    ) throws -> CueKeyFrames? {
         guard let size = try source.size() else { return nil }
         // Cue points must reach the duration the Info states, to within two of their widest gaps
         // (times outside the file are no Cue points); those past the end of a file cut short are
@@ -43,7 +45,9 @@ extension MatroskaKeyFrames {
         guard listed.count >= 2, let last = listed.last, last.time >= end - 2 * widest else { return nil }
         let points = listed.filter { $0.position < size }
         guard !points.isEmpty else { return nil }
-        var cut = listed.first { $0.position >= size }.flatMap { gone in times.contains { $0 >= gone.time } ? gone.time : nil }
+        var cut = listed.first { $0.position >= size }.flatMap { gone in
+            times.contains { $0 >= gone.time } ? gone.time : nil
+        }
         var chosen: [Int] = []
         for time in times {
             let i = points.lastIndex { $0.time <= time } ?? 0
@@ -56,14 +60,20 @@ extension MatroskaKeyFrames {
         let rounding = max(1, (clock.timestamp(start + 0.05) - clock.timestamp(start)))
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
-        try prefetcher.fetch(chosen.flatMap { source.missingRanges(in: points[$0].position..<min(size, points[$0].position + clusterHead)) },
-                             source: source, cancellation: cancellation)
+        try prefetcher.fetch(
+            chosen.flatMap {
+                source.missingRanges(in: points[$0].position..<min(size, points[$0].position + clusterHead))
+            },
+            source: source, cancellation: cancellation)
         var found: [IndexEntry] = []
         var relocated: [FoundKeyFrame] = []
         for var i in chosen {
             while true {
-                guard let key = try keyFrame(of: points[i], track: track, clock: clock, size: size, source: source,
-                                             cancellation: cancellation, second: second, rounding: rounding) else {
+                guard
+                    let key = try keyFrame(
+                        of: points[i], track: track, clock: clock, size: size, source: source,
+                        cancellation: cancellation, second: second, rounding: rounding)
+                else {
                     return nil
                 }
                 if key.timestamp != points[i].timestamp {
@@ -83,8 +93,10 @@ extension MatroskaKeyFrames {
 
     /// The key frame the Cue `point` names, read from its Cluster's first bytes on: nil when the
     /// Cluster holds none at its time (a Cluster that ends within the bytes read holds no more).
-    private static func keyFrame(of point: IndexEntry, track: Int64, clock: StreamClock, size: Int64,
-                                 source: any MediaSource, cancellation: Cancellation, second: Int64, rounding: Int64) throws -> IndexEntry? {
+    private static func keyFrame(
+        of point: IndexEntry, track: Int64, clock: StreamClock, size: Int64,
+        source: any MediaSource, cancellation: Cancellation, second: Int64, rounding: Int64
+    ) throws -> IndexEntry? {
         var read = clusterHead
         while true {
             if cancellation.isCancelled { throw MediaError.interrupted }
@@ -95,8 +107,11 @@ extension MatroskaKeyFrames {
             // The key frame at the Cue's time; else one a rounding from it, at its own time (which
             // joins the demuxer's index: `CueKeyFrames.relocated`). (Further off, the Cues are not
             // to be chosen by.)
-            let keys = cluster.map { ($0.blocks + [$0.cut].compactMap { $0 }).filter { $0.track == track && $0.keyframe } } ?? []
-            let key = keys.first { $0.timecode == point.timestamp }
+            let keys =
+                cluster.map { ($0.blocks + [$0.cut].compactMap { $0 }).filter { $0.track == track && $0.keyframe } }
+                ?? []
+            let key =
+                keys.first { $0.timecode == point.timestamp }
                 ?? keys.first { block in
                     let (apart, overflow) = block.timecode.subtractingReportingOverflow(point.timestamp)
                     return !overflow && apart.magnitude <= rounding.magnitude
@@ -104,19 +119,24 @@ extension MatroskaKeyFrames {
             if let key {
                 guard key.size <= MatroskaKeyFrames.largestWindow else { return nil }
                 if key.timecode == point.timestamp {
-                    return IndexEntry(position: point.position, size: Int64(key.position + key.size), time: point.time,
-                                      timestamp: point.timestamp, decodeTime: point.decodeTime, isKeyframe: true)
+                    return IndexEntry(
+                        position: point.position, size: Int64(key.position + key.size), time: point.time,
+                        timestamp: point.timestamp, decodeTime: point.decodeTime, isKeyframe: true)
                 }
                 let time = clock.seconds(key.timecode)
-                return IndexEntry(position: point.position, size: Int64(key.position + key.size), time: time,
-                                  timestamp: key.timecode, decodeTime: time, isKeyframe: true)
+                return IndexEntry(
+                    position: point.position, size: Int64(key.position + key.size), time: time,
+                    timestamp: key.timecode, decodeTime: time, isKeyframe: true)
             }
             // Blocks of other tracks, or a BlockGroup, before the key frame's header: read on — but
             // not past a Cluster that ended within the bytes, nor past the track's blocks a second
             // later (a Cue that names no block), nor far: the key frame starts a Cluster's first
             // megabyte, and bytes that are no Cluster get 64 KiB.
-            let later = cluster?.blocks.contains { $0.track == track && $0.timecode > point.timestamp.saturatingAdd(second) } ?? false
-            guard range.upperBound < size, cluster?.end == nil, !later, read < (cluster == nil ? 64 << 10 : 1 << 20) else {
+            let later =
+                cluster?.blocks.contains { $0.track == track && $0.timecode > point.timestamp.saturatingAdd(second) }
+                ?? false
+            guard range.upperBound < size, cluster?.end == nil, !later, read < (cluster == nil ? 64 << 10 : 1 << 20)
+            else {
                 return nil
             }
             read *= 4

@@ -7,8 +7,10 @@ import MediaSource
 /// stop early. Read once per job and handed to those that need it.
 public struct MatroskaHead: Sendable {
     private static let ebml: UInt32 = 0x1A45_DFA3, segment: UInt32 = 0x1853_8067, seekHead: UInt32 = 0x114D_9B74
-    private static let seek: UInt32 = 0x4DBB, seekID: UInt32 = 0x53AB, cuesID: UInt32 = 0x1C53_BB6B, cluster: UInt32 = 0x1F43_B675
-    private static let tracksID: UInt32 = 0x1654_AE6B, trackEntry: UInt32 = 0xAE, trackNumber: UInt32 = 0xD7, codecID: UInt32 = 0x86
+    private static let seek: UInt32 = 0x4DBB, seekID: UInt32 = 0x53AB, cuesID: UInt32 = 0x1C53_BB6B,
+        cluster: UInt32 = 0x1F43_B675
+    private static let tracksID: UInt32 = 0x1654_AE6B, trackEntry: UInt32 = 0xAE, trackNumber: UInt32 = 0xD7,
+        codecID: UInt32 = 0x86
     /// The head searched: the Segment's elements before its first Cluster are kilobytes.
     public static let searched = 256 << 10
 
@@ -25,7 +27,9 @@ public struct MatroskaHead: Sendable {
     /// attachments; nil when the entries and the streams do not pair up (an entry libavformat
     /// refused for another reason).
     public func trackNumber(ofStream stream: Int, mediaStreams streams: [Int]) -> Int64? {
-        guard streams.count == tracks.count, streams == Array(0..<tracks.count), tracks.indices.contains(stream) else { return nil }
+        guard streams.count == tracks.count, streams == Array(0..<tracks.count), tracks.indices.contains(stream) else {
+            return nil
+        }
         return tracks[stream]
     }
 
@@ -34,7 +38,7 @@ public struct MatroskaHead: Sendable {
     public init?(source: any MediaSource) throws {
         guard let size = try source.size() else { return nil }
         let head = 0..<min(size, Int64(MatroskaHead.searched))
-        let count = Int(source.missingRanges(in: head).first?.lowerBound ?? head.upperBound) // what is local of it
+        let count = Int(source.missingRanges(in: head).first?.lowerBound ?? head.upperBound)  // what is local of it
         var reader = EBMLReader(bytes: try source.bytes(at: 0, count: count), position: 0)
         guard reader.id() == MatroskaHead.ebml, let headerSize = reader.size() ?? nil else { return nil }
         reader.position += headerSize
@@ -52,10 +56,14 @@ public struct MatroskaHead: Sendable {
             }
             if id == MatroskaHead.cuesID { cues = true }
             guard let length = elementSize, length <= reader.bytes.count - reader.position else { break }
-            if id == MatroskaHead.seekHead, MatroskaHead.lists(MatroskaHead.cuesID, in: reader.bytes, from: reader.position, count: length) {
+            if id == MatroskaHead.seekHead,
+                MatroskaHead.lists(MatroskaHead.cuesID, in: reader.bytes, from: reader.position, count: length)
+            {
                 cues = true
             }
-            if id == MatroskaHead.tracksID { tracks = MatroskaHead.numbers(in: reader.bytes, from: reader.position, count: length) }
+            if id == MatroskaHead.tracksID {
+                tracks = MatroskaHead.numbers(in: reader.bytes, from: reader.position, count: length)
+            }
             reader.position += length
         }
         self.cues = cues

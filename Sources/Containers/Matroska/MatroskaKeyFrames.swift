@@ -44,8 +44,11 @@ package struct MatroskaKeyFrames {
     /// The stretches read whole so far: a later time they cover needs no read.
     private var covered: [Run] = []
 
-    init(source: any MediaSource, size: Int64, track: Int64, tracks: Set<Int64>, first: (position: Int64, timecode: Int64),
-         lastTimecode: Int64) {
+    init(
+        source: any MediaSource, size: Int64, track: Int64, tracks: Set<Int64>,
+        first: (position: Int64, timecode: Int64),
+        lastTimecode: Int64
+    ) {
         self.source = source
         self.size = size
         self.track = track
@@ -75,7 +78,9 @@ package struct MatroskaKeyFrames {
                 waved = reads
                 var prefetcher = Prefetcher()
                 prefetcher.connections = connections
-                let wave = reads.values.sorted { $0.lowerBound < $1.lowerBound }.flatMap { source.missingRanges(in: $0) }
+                let wave = reads.values.sorted { $0.lowerBound < $1.lowerBound }.flatMap {
+                    source.missingRanges(in: $0)
+                }
                 try prefetcher.fetch(Prefetcher.merge(wave, gap: 0), source: source, cancellation: cancellation)
             }
         }
@@ -88,14 +93,16 @@ package struct MatroskaKeyFrames {
         for _ in 0..<MatroskaKeyFrames.readsPerTime {
             try source.prefetch(run)
             let bytes = try source.bytes(at: run.lowerBound, count: Int(run.count))
-            let clusters = MatroskaClusters.clusters(in: bytes).filter { $0.blocks.allSatisfy { tracks.contains($0.track) } }
+            let clusters = MatroskaClusters.clusters(in: bytes).filter {
+                $0.blocks.allSatisfy { tracks.contains($0.track) }
+            }
             // Cluster times that go back, here or against the Clusters seen before and after,
             // make the bytes between them say nothing: libavformat's way.
             guard consistent(clusters, at: run.lowerBound) else { return nil }
             note(clusters, at: run.lowerBound)
             let startsAtFirst = run.lowerBound <= first.position
             guard let earliest = clusters.first else {
-                run = earlier(run) // a Cluster larger than the read
+                run = earlier(run)  // a Cluster larger than the read
                 continue
             }
             if earliest.timecode > timecode, !startsAtFirst {
@@ -115,14 +122,18 @@ package struct MatroskaKeyFrames {
             for cluster in clusters {
                 for block in cluster.blocks where block.track == track && block.keyframe {
                     let start = run.lowerBound + Int64(block.position)
-                    let key = KeyFrame(block: start..<start + Int64(block.size), cluster: run.lowerBound + Int64(cluster.position),
-                                       timecode: block.timecode)
+                    let key = KeyFrame(
+                        block: start..<start + Int64(block.size), cluster: run.lowerBound + Int64(cluster.position),
+                        timecode: block.timecode)
                     keys.append(key)
                     seen[start] = key
                 }
             }
-            covered.append(Run(from: startsAtFirst ? Int64.min : earliest.timecode, to: blocks.map(\.timecode).max() ?? earliest.timecode,
-                               keys: keys))
+            covered.append(
+                Run(
+                    from: startsAtFirst ? Int64.min : earliest.timecode,
+                    to: blocks.map(\.timecode).max() ?? earliest.timecode,
+                    keys: keys))
             if let key = keys.last(where: { $0.timecode <= timecode }) {
                 // The first search away from the start sizes the reads: from the key frame's Cluster
                 // to the first block past the time, and half again for where a guess falls.
@@ -204,23 +215,32 @@ extension MatroskaKeyFrames {
     /// frames of `track` at or before `times` (timestamps by `clock`) and every other one seen on
     /// the way, sorted, each with where its Cluster starts, for the demuxer's index: a seek to its
     /// timestamp then lands on its Cluster. Nil when a time could not be found within its reads.
-    public static func index(head: MatroskaHead, track: Int64, clock: StreamClock, source: any MediaSource, times: [Double],
-                             end: Double, connections: Int, cancellation: Cancellation) throws -> [(entry: IndexEntry, cluster: FoundKeyFrame)]? {
+    public static func index(
+        head: MatroskaHead, track: Int64, clock: StreamClock, source: any MediaSource, times: [Double],
+        end: Double, connections: Int, cancellation: Cancellation
+    ) throws -> [(entry: IndexEntry, cluster: FoundKeyFrame)]? {
         guard head.cues != nil, let start = head.firstCluster, let size = try source.size() else { return nil }
         let numbers = head.tracks
         try source.prefetch(start..<min(size, start + 64))
         let opening = try source.bytes(at: start, count: Int(min(64, size - start)))
         guard let cluster = MatroskaClusters.cluster(in: opening, at: 0, whole: false) else { return nil }
-        var finder = MatroskaKeyFrames(source: source, size: size, track: track, tracks: Set(numbers),
-                                       first: (start, cluster.timecode), lastTimecode: clock.timestamp(end))
-        guard try finder.keyFrames(at: times.map(clock.timestamp), connections: connections, cancellation: cancellation) != nil else {
+        var finder = MatroskaKeyFrames(
+            source: source, size: size, track: track, tracks: Set(numbers),
+            first: (start, cluster.timecode), lastTimecode: clock.timestamp(end))
+        guard
+            try finder.keyFrames(at: times.map(clock.timestamp), connections: connections, cancellation: cancellation)
+                != nil
+        else {
             return nil
         }
         return finder.seen.values.sorted { $0.timecode < $1.timecode }.map { key in
             let time = clock.seconds(key.timecode)
-            return (IndexEntry(position: key.block.lowerBound, size: Int64(key.block.count), time: time, timestamp: key.timecode,
-                               decodeTime: time, isKeyframe: true),
-                    FoundKeyFrame(position: key.cluster, timestamp: key.timecode))
+            return (
+                IndexEntry(
+                    position: key.block.lowerBound, size: Int64(key.block.count), time: time, timestamp: key.timecode,
+                    decodeTime: time, isKeyframe: true),
+                FoundKeyFrame(position: key.cluster, timestamp: key.timecode)
+            )
         }
     }
 }

@@ -39,8 +39,10 @@ public struct Checker: Sendable {
     /// Runs on one version of the resource: if it changes during the check, the check starts over
     /// on the new version (`MediaSession.onOneVersion`). An HLS playlist is checked as a player
     /// of `pick` reads it: the segments of the window, one after the other (`checkStream`).
-    public func check(_ input: String, session: MediaSession, start: Double, seconds: Double,
-                      tracks selection: TrackSelection = .defaults) throws -> Result {
+    public func check(
+        _ input: String, session: MediaSession, start: Double, seconds: Double,
+        tracks selection: TrackSelection = .defaults
+    ) throws -> Result {
         try session.onOneVersion {
             switch try Checker.open(try session.open(input), session: session) {
             case .media(let opened):
@@ -55,14 +57,17 @@ public struct Checker: Sendable {
     /// A media file opened as `check` opens it: a prefetch that reads its window to complete it
     /// (`PrefetchPlanner.readAsAPlayer`) reads what a check will.
     static func open(_ source: any MediaSource, session: MediaSession) throws -> Opened {
-        try OpenedInput.open(source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
+        try OpenedInput.open(
+            source: source, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
     }
 
     /// Each media playlist the variant plays (its own, an audio rendition's) read as a player's
     /// demuxer reads it: the initialization section and the window's segments in a row
     /// (`SpanSource`), checked from the window's start within them. Tracks are numbered across them.
-    private func checkStream(_ input: String, session: MediaSession, start: Double, seconds: Double,
-                             tracks selection: TrackSelection) throws -> Result {
+    private func checkStream(
+        _ input: String, session: MediaSession, start: Double, seconds: Double,
+        tracks selection: TrackSelection
+    ) throws -> Result {
         var playlists = StreamPlaylists(session: session)
         let chosen = try StreamSelection.select(input, pick: pick, playlists: &playlists)
         try chosen.checkWindow(input, start: start)
@@ -71,10 +76,12 @@ public struct Checker: Sendable {
             let segments = p.media.segments(from: start, to: start + seconds)
             guard let first = segments.first else { continue }
             let span = try playlists.span(Array(segments), input: p.uri, checkingMedia: true)
-            let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
+            let opened = try StreamPlaylists.open(
+                span, session: session, findStreamInfo: true, fragments: .throughIndex(oneStream: true))
             let within = max(0, start - first.start)
-            let r = try checkOnce(opened, session: session, start: within, seconds: seconds,
-                                  tracks: p.role == "audio" ? .some(indices: [], kinds: [.audio]) : selection, seek: false)
+            let r = try checkOnce(
+                opened, session: session, start: within, seconds: seconds,
+                tracks: p.role == "audio" ? .some(indices: [], kinds: [.audio]) : selection, seek: false)
             // The window within what these segments hold: decoding must reach near its end. A
             // playlist's durations can promise more than the segments hold.
             let reach = min(start + seconds, (segments.last.map { $0.start + $0.duration }) ?? start)
@@ -83,8 +90,10 @@ public struct Checker: Sendable {
                 (renumbered.frames, renumbered.packets, renumbered.errors) = (t.frames, t.packets, t.errors)
                 (renumbered.lastTime, renumbered.complete) = (t.lastTime.map { $0 + first.start }, t.complete)
                 if reach - start > Checker.streamSlack, (renumbered.lastTime ?? -1) < reach - Checker.streamSlack {
-                    renumbered.errors.append(String(format: "decoded up to %@, but the playlist's segments reach %.3f s",
-                                                    renumbered.lastTime.map { String(format: "%.3f s", $0) } ?? "no frame", reach))
+                    renumbered.errors.append(
+                        String(
+                            format: "decoded up to %@, but the playlist's segments reach %.3f s",
+                            renumbered.lastTime.map { String(format: "%.3f s", $0) } ?? "no frame", reach))
                 }
                 tracks.append(renumbered)
             }
@@ -95,8 +104,10 @@ public struct Checker: Sendable {
     /// `seek: false` reads from the beginning (a stream's segment, which a player reads from its
     /// start) and counts from `start`: libavformat's MPEG-TS seek lands near the time and the
     /// decoder then waits for the next key frame, a second or more later.
-    private func checkOnce(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,
-                           tracks selection: TrackSelection, seek: Bool = true) throws -> Result {
+    private func checkOnce(
+        _ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double,
+        tracks selection: TrackSelection, seek: Bool = true
+    ) throws -> Result {
         let context = opened.context
         let streams = try selection.streams(in: context)
         let offset = context.startTime
@@ -105,7 +116,8 @@ public struct Checker: Sendable {
         var decoders: [Int: FrameDecoder] = [:]
         let end = WindowEnd(windowEnd, streams: streams, in: context)
         for index in streams {
-            results[index] = TrackResult(index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
+            results[index] = TrackResult(
+                index: index, kind: context.kind(ofStream: index), codec: context.codecName(stream: index))
             do {
                 decoders[index] = try FrameDecoder(context, stream: index)
             } catch {
@@ -123,7 +135,7 @@ public struct Checker: Sendable {
         let packet = try Packet()
         func decoded(_ index: Int, _ frame: Frame, _ decoder: FrameDecoder) {
             let time = frame.bestEffortTimestamp.map(decoder.seconds)
-            if let time, time < windowStart - 1e-6 { return } // pre-roll from the key frame
+            if let time, time < windowStart - 1e-6 { return }  // pre-roll from the key frame
             if let time, time >= windowEnd { return }
             results[index]?.frames += 1
             if let time { results[index]?.lastTime = time - offset }
@@ -151,7 +163,8 @@ public struct Checker: Sendable {
             }
             results[index]?.complete = true
         }
-        return Result(input: opened.source.input, start: start, seconds: seconds,
-                      tracks: streams.compactMap { results[$0] }, fetch: opened.cost)
+        return Result(
+            input: opened.source.input, start: start, seconds: seconds,
+            tracks: streams.compactMap { results[$0] }, fetch: opened.cost)
     }
 }

@@ -9,8 +9,10 @@ extension MPEGAudioFrames {
     /// Fetches what a player of `stream` needs from `start` to `end` (seconds, the container's):
     /// where libavformat's seek lands (a table-of-contents point, synced to a frame) and the time
     /// it gives that frame, from its first packet, then the frames walked from there.
-    static func fetchWindow(of stream: Int, in context: FormatContext, from start: Double, to end: Double,
-                            source: any MediaSource, cancellation: Cancellation) throws {
+    static func fetchWindow(
+        of stream: Int, in context: FormatContext, from start: Double, to end: Double,
+        source: any MediaSource, cancellation: Cancellation
+    ) throws {
         try context.seek(seconds: start)
         let packet = try Packet()
         for _ in 0..<16 {

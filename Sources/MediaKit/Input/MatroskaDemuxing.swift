@@ -15,7 +15,9 @@ extension MatroskaHead {
 
     /// The TrackNumber of libavformat's `stream`.
     func trackNumber(ofStream stream: Int, in context: FormatContext) -> Int64? {
-        trackNumber(ofStream: stream, mediaStreams: (0..<context.streamCount).filter { context.kind(ofStream: $0) != .attachment })
+        trackNumber(
+            ofStream: stream,
+            mediaStreams: (0..<context.streamCount).filter { context.kind(ofStream: $0) != .attachment })
     }
 }
 
@@ -23,7 +25,9 @@ extension MatroskaTail {
     /// For a Matroska `context` that states no duration: seconds from its start to its last block.
     /// Nil for other containers, or when no Cluster is found.
     static func duration(of context: FormatContext, source: any MediaSource) throws -> Double? {
-        guard context.formatName.hasPrefix("matroska"), context.durationSeconds == nil, context.streamCount > 0 else { return nil }
+        guard context.formatName.hasPrefix("matroska"), context.durationSeconds == nil, context.streamCount > 0 else {
+            return nil
+        }
         // The streams' time base is TimecodeScale ÷ 10⁹: the seconds of one timecode unit.
         return try duration(source: source, tick: context.seconds(1, stream: 0), start: context.startTime)
     }
@@ -40,27 +44,43 @@ extension MatroskaKeyFrames {
     /// For a Matroska `context` without Cues: `index(head:track:...)` for its `stream`, each key
     /// frame also given to libavformat's index. Nil for other files, or when a time could not be
     /// found within its reads.
-    static func index(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double], end: Double,
-                      connections: Int, cancellation: Cancellation) throws -> [IndexEntry]? {
+    static func index(
+        _ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double],
+        end: Double,
+        connections: Int, cancellation: Cancellation
+    ) throws -> [IndexEntry]? {
         guard let head, let track = head.trackNumber(ofStream: stream, in: context),
-              let found = try index(head: head, track: track, clock: StreamClock(context, stream: stream), source: source,
-                                    times: times, end: end, connections: connections, cancellation: cancellation) else { return nil }
-        for (_, cluster) in found { context.addKeyFrame(stream: stream, position: cluster.position, timestamp: cluster.timestamp) }
+            let found = try index(
+                head: head, track: track, clock: StreamClock(context, stream: stream), source: source,
+                times: times, end: end, connections: connections, cancellation: cancellation)
+        else { return nil }
+        for (_, cluster) in found {
+            context.addKeyFrame(stream: stream, position: cluster.position, timestamp: cluster.timestamp)
+        }
         return found.map(\.entry)
     }
 
     /// For a Matroska `context` with Cues: `fromCues(track:cuePoints:...)` over the Cue points
     /// libavformat read for `stream`, the key frames found off their Cue's time given to its index.
-    static func fromCues(_ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double],
-                         connections: Int, cancellation: Cancellation) throws -> CueKeyFrames? {
-        guard let head, head.cues == true, head.firstCluster != nil, let track = head.trackNumber(ofStream: stream, in: context),
-              try source.size() != nil, let duration = context.durationSeconds else { return nil }
+    static func fromCues(
+        _ context: FormatContext, head: MatroskaHead?, stream: Int, source: any MediaSource, times: [Double],
+        connections: Int, cancellation: Cancellation
+    ) throws -> CueKeyFrames? {
+        guard let head, head.cues == true, head.firstCluster != nil,
+            let track = head.trackNumber(ofStream: stream, in: context),
+            try source.size() != nil, let duration = context.durationSeconds
+        else { return nil }
         // libavformat reads the Cues on its first seek; one that fails is said by the seeks after.
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        guard let found = try fromCues(track: track, cuePoints: context.positionedPoints(stream: stream), start: context.startTime,
-                                       duration: duration, clock: StreamClock(context, stream: stream), source: source,
-                                       times: times, connections: connections, cancellation: cancellation) else { return nil }
-        for key in found.relocated { context.addKeyFrame(stream: stream, position: key.position, timestamp: key.timestamp) }
+        guard
+            let found = try fromCues(
+                track: track, cuePoints: context.positionedPoints(stream: stream), start: context.startTime,
+                duration: duration, clock: StreamClock(context, stream: stream), source: source,
+                times: times, connections: connections, cancellation: cancellation)
+        else { return nil }
+        for key in found.relocated {
+            context.addKeyFrame(stream: stream, position: key.position, timestamp: key.timestamp)
+        }
         return found
     }
 }

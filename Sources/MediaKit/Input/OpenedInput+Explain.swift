@@ -14,9 +14,11 @@ extension OpenedInput {
         guard error.function == "av_seek_frame" || error.function == "avformat_seek_file", let seconds else {
             return MediaError.malformed(input: source.input, detail: tables ?? error.description)
         }
-        let place = track.map { String(format: "cannot seek track %d to %.3f s", $0, seconds) }
+        let place =
+            track.map { String(format: "cannot seek track %d to %.3f s", $0, seconds) }
             ?? String(format: "cannot seek to %.3f s", seconds)
-        return MediaError.malformed(input: source.input, detail: place + ": " + (tables ?? indexProblem(track) ?? error.description))
+        return MediaError.malformed(
+            input: source.input, detail: place + ": " + (tables ?? indexProblem(track) ?? error.description))
     }
 
     /// What is wrong with the sample tables of `track` (of any track when nil), for an MP4.

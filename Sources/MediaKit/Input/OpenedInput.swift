@@ -35,33 +35,42 @@ struct OpenedInput {
     /// through its `sidx` or `mfra` (`.throughIndex`, which needs one); the timeline is
     /// `fragmentTimeline`. A file whose timeline cannot be read has every fragment read, as
     /// libavformat does by itself.
-    static func open(_ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
-                     walker: BoxWalker = BoxWalker()) throws -> Opened {
+    static func open(
+        _ input: String, session: MediaSession, findStreamInfo: Bool, fragments: FormatContext.Fragments = .every,
+        walker: BoxWalker = BoxWalker()
+    ) throws -> Opened {
         FFmpegLibraries.loadInBackground()
-        return try open(source: try session.open(input), session: session, findStreamInfo: findStreamInfo, fragments: fragments,
-                        walker: walker)
+        return try open(
+            source: try session.open(input), session: session, findStreamInfo: findStreamInfo, fragments: fragments,
+            walker: walker)
     }
 
     /// The same over a source made by the caller (a segment of a stream: `SpanSource`).
-    static func open(source: any MediaSource, session: MediaSession, findStreamInfo: Bool,
-                     fragments: FormatContext.Fragments = .every, walker: BoxWalker = BoxWalker()) throws -> Opened {
+    static func open(
+        source: any MediaSource, session: MediaSession, findStreamInfo: Bool,
+        fragments: FormatContext.Fragments = .every, walker: BoxWalker = BoxWalker()
+    ) throws -> Opened {
         FFmpegLibraries.loadInBackground()
         let before = source.counters
         var walker = walker
         let firstRequest = walker.firstRequest
         let namedMP3 = MPEGAudioFrames.namesAnMP3(source.input) && firstRequest > MPEGAudioFrames.firstRequest
         if namedMP3 { walker.firstRequest = MPEGAudioFrames.firstRequest }
-        let layout = try walker.walk(source) // first, so its first request also learns the size
+        let layout = try walker.walk(source)  // first, so its first request also learns the size
         // Said plainly, the same for a file and a URL (libavformat's answer depends on the name).
         if try source.size() == 0 { throw MediaError.empty(input: source.input) }
         if layout == nil, let kind = try StreamingManifest.kind(of: source) { return .stream(source, kind: kind) }
-        return .media(try OpenedInput(source: source, session: session, layout: layout, before: before, firstRequest: firstRequest,
-                                      namedMP3: namedMP3, findStreamInfo: findStreamInfo, fragments: fragments))
+        return .media(
+            try OpenedInput(
+                source: source, session: session, layout: layout, before: before, firstRequest: firstRequest,
+                namedMP3: namedMP3, findStreamInfo: findStreamInfo, fragments: fragments))
     }
 
     /// The rest of `open` for media: the fragments' timeline, the head read, libavformat.
-    private init(source: any MediaSource, session: MediaSession, layout: MP4Layout?, before: SourceCounters, firstRequest: Int64,
-                 namedMP3: Bool, findStreamInfo: Bool, fragments: FormatContext.Fragments) throws {
+    private init(
+        source: any MediaSource, session: MediaSession, layout: MP4Layout?, before: SourceCounters, firstRequest: Int64,
+        namedMP3: Bool, findStreamInfo: Bool, fragments: FormatContext.Fragments
+    ) throws {
         self.source = source
         self.layout = layout
         self.before = before
@@ -79,7 +88,8 @@ struct OpenedInput {
                 break
             case .everyChained:
                 if let moof = layout.boxes.first(where: { $0.type == "moof" }) {
-                    try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof).prefetch(from: moof.offset)
+                    try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof).prefetch(
+                        from: moof.offset)
                 }
             case .first:
                 // A sidx's timeline is read from the head: libavformat would take the durations
@@ -87,7 +97,11 @@ struct OpenedInput {
                 // but for B-frames (the start is a presentation time libavformat finds in the
                 // fragment) and a sidx for some tracks only (the others' durations are in theirs).
                 timeline = try timeline ?? FragmentTimeline.read(layout: layout, source: source)
-                if layout.hasSegmentIndex, let read = timeline, read.reordered || read.tracks.count < read.defaults.count { timeline = nil }
+                if layout.hasSegmentIndex, let read = timeline,
+                    read.reordered || read.tracks.count < read.defaults.count
+                {
+                    timeline = nil
+                }
             case .throughIndex:
                 // With a sidx it stops too, and its index then holds the first fragment only: the
                 // sidx (or the mfra) places the others. B-frames make it read them all (see
@@ -118,7 +132,7 @@ struct OpenedInput {
         } else if layout == nil && MatroskaHead.startsAMatroskaFile(source) {
             head = OpenedInput.headRead
         } else if namedMP3 {
-            head = firstRequest // a .mp3 name that is no MP3 (or one after junk): what its first request would have held
+            head = firstRequest  // a .mp3 name that is no MP3 (or one after junk): what its first request would have held
         } else {
             head = nil
         }
@@ -128,10 +142,11 @@ struct OpenedInput {
         fragmentTimeline = fragments == .every ? nil : timeline
         let open = { [fragments] (headAnalysis: Int64) in
             do {
-                return try FormatContext(source: source, findStreamInfo: findStreamInfo, fragments: fragments,
-                                         headAnalysis: headAnalysis,
-                                         readSize: mp3Head == nil ? nil : MPEGAudioFrames.readSize,
-                                         cancellation: session.cancellation)
+                return try FormatContext(
+                    source: source, findStreamInfo: findStreamInfo, fragments: fragments,
+                    headAnalysis: headAnalysis,
+                    readSize: mp3Head == nil ? nil : MPEGAudioFrames.readSize,
+                    cancellation: session.cancellation)
             } catch let error as FFmpegError {
                 throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
             }
@@ -147,7 +162,8 @@ struct OpenedInput {
                 context = try open(scale)
             }
             if try context.analysedFromTheHead && context.leavesAStreamUndescribed
-                || context.durationsLeftToTheTail && !TransportStreamDurations.apply(to: context, source: source) {
+                || context.durationsLeftToTheTail && !TransportStreamDurations.apply(to: context, source: source)
+            {
                 context = try open(0)
             }
         }
@@ -170,12 +186,15 @@ struct OpenedInput {
     }
 
     /// FFmpeg's error, said as what is wrong with the media.
-    private static func mediaError(_ error: FFmpegError, input: String, layout: MP4Layout?,
-                                   source: any MediaSource) -> MediaError {
+    private static func mediaError(
+        _ error: FFmpegError, input: String, layout: MP4Layout?,
+        source: any MediaSource
+    ) -> MediaError {
         if let layout, layout.moov == nil {
             // libavformat could not use an ISO-BMFF file without a moov (some HEIF images it can):
             // say what is missing instead of FFmpeg's generic error.
-            return .noMoov(input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
+            return .noMoov(
+                input: input, detail: layout.damaged ?? "boxes: " + layout.boxes.map(\.type).joined(separator: ","))
         }
         if error.isInvalidData && error.function == "avformat_open_input" && layout == nil {
             return .notMedia(input: input)

@@ -48,7 +48,9 @@ public enum TrackSelection: Sendable, Equatable {
                 throw MediaError.noTracks(detail: "no track #\(bad) (the input has \(context.streamCount))")
             }
             if let picture = indices.first(where: { context.isAttachedPicture(stream: $0) }) {
-                throw MediaError.noTracks(detail: "track #\(picture) is an attached picture (cover art), stored in the header: it has no window")
+                throw MediaError.noTracks(
+                    detail:
+                        "track #\(picture) is an attached picture (cover art), stored in the header: it has no window")
             }
             let picked = all.filter { indices.contains($0) || kinds.contains(context.kind(ofStream: $0)) }
             guard !picked.isEmpty else { throw MediaError.noTracks(detail: "no track matches the selection") }

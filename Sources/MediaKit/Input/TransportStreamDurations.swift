@@ -13,11 +13,14 @@ enum TransportStreamDurations {
             guard let timing = context.timing(ofStream: index), let start = timing.start else { continue }
             guard timing.timeBase == (1, 90_000) else { return false }
             let (num, den) = timing.frame
-            streams.append(TransportStreamTail.Stream(index: index, pid: Int(timing.id), start: start,
-                                                      frame: num > 0 && den > 0 ? num * 90_000 / den : 0,
-                                                      primary: timing.kind == .video || timing.kind == .audio))
+            streams.append(
+                TransportStreamTail.Stream(
+                    index: index, pid: Int(timing.id), start: start,
+                    frame: num > 0 && den > 0 ? num * 90_000 / den : 0,
+                    primary: timing.kind == .video || timing.kind == .audio))
         }
-        guard let size = try source.size(), let found = try TransportStreamTail.durations(of: streams, source: source) else {
+        guard let size = try source.size(), let found = try TransportStreamTail.durations(of: streams, source: source)
+        else {
             return false
         }
         for (index, duration) in found.streams { context.setDuration(duration, stream: index) }

@@ -17,7 +17,9 @@ struct WindowEnd {
     /// Whether `packet` is its track's first past the window.
     func reached(by packet: Packet, in context: FormatContext) -> Bool {
         let index = packet.streamIndex
-        guard let ts = packet.dts.map({ $0.saturatingAdd(delays[index, default: 0]) }) ?? packet.pts else { return false }
+        guard let ts = packet.dts.map({ $0.saturatingAdd(delays[index, default: 0]) }) ?? packet.pts else {
+            return false
+        }
         return context.seconds(ts, stream: index) >= seconds
     }
 }

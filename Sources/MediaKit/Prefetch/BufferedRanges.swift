@@ -33,7 +33,9 @@ extension FormatContext {
             var ranges: [Range<Double>] = []
             for (i, e) in entries.enumerated() where present.contains(e.byteRange) {
                 // A sample covers the time up to the next one; the last one a typical sample duration.
-                let end = i + 1 < entries.count ? entries[i + 1].time
+                let end =
+                    i + 1 < entries.count
+                    ? entries[i + 1].time
                     : e.time + (entries.count > 1 ? (e.time - entries[0].time) / Double(entries.count - 1) : 0)
                 let lower = e.time - offset, upper = max(end, e.time) - offset
                 if let last = ranges.last, abs(last.upperBound - lower) < 1e-9 {
@@ -51,12 +53,15 @@ extension FormatContext {
     /// The buffered time of a fragmented MP4 read through its `mfra` (libavformat's index holds the
     /// first fragment only): a fragment, from one sync sample the `mfra` lists to the next (the
     /// last to the track's end), counts when all its bytes are cached.
-    private func fragmentBuffers(_ timeline: FragmentTimeline, source: any MediaSource, streams: [Int]?) -> [TrackBuffer] {
+    private func fragmentBuffers(
+        _ timeline: FragmentTimeline, source: any MediaSource, streams: [Int]?
+    ) -> [TrackBuffer] {
         guard let size = try? source.size() else { return [] }
         return (streams ?? Array(0..<streamCount)).compactMap { index in
             guard let id = containerID(stream: index).map({ UInt32(bitPattern: $0) }),
-                  let points = timeline.randomAccess[id]?.sorted(by: { $0.moof < $1.moof }), !points.isEmpty,
-                  let track = timeline.tracks.first(where: { $0.id == id }) else { return nil }
+                let points = timeline.randomAccess[id]?.sorted(by: { $0.moof < $1.moof }), !points.isEmpty,
+                let track = timeline.tracks.first(where: { $0.id == id })
+            else { return nil }
             let scale = 1 / Double(track.timescale)
             let span = points[0].moof..<size
             let present = ByteRangeSet([span]).subtracting(source.missingRanges(in: span))
@@ -65,7 +70,8 @@ extension FormatContext {
                 let bytes = point.moof..<(i + 1 < points.count ? points[i + 1].moof : size)
                 guard !bytes.isEmpty, present.contains(bytes) else { continue }
                 let lower = Double(point.time) * scale - startTime
-                let upper = max(lower, (i + 1 < points.count ? Double(points[i + 1].time) * scale : track.seconds) - startTime)
+                let upper = max(
+                    lower, (i + 1 < points.count ? Double(points[i + 1].time) * scale : track.seconds) - startTime)
                 if let last = ranges.last, abs(last.upperBound - lower) < 1e-9 {
                     ranges[ranges.count - 1] = last.lowerBound..<upper
                 } else {
@@ -101,11 +107,14 @@ public enum BufferedRanges {
     /// header itself is not cached.
     /// A long fragmented MP4 is read through its `mfra`, as a prefetch caches it.
     public static func cachedMedia(_ input: String, session: MediaSession) throws -> CachedMedia {
-        let opened = try OpenedInput.open(input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
-            .media()
+        let opened = try OpenedInput.open(
+            input, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true)
+        )
+        .media()
         let context = opened.context
-        return CachedMedia(tracks: context.bufferedRanges(source: opened.source, timeline: opened.fragmentTimeline),
-                           duration: opened.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,
-                           moov: opened.layout?.moov?.range)
+        return CachedMedia(
+            tracks: context.bufferedRanges(source: opened.source, timeline: opened.fragmentTimeline),
+            duration: opened.fragmentTimeline?.tracks.map(\.seconds).max() ?? context.durationSeconds,
+            moov: opened.layout?.moov?.range)
     }
 }

@@ -21,37 +21,49 @@ public struct PrefetchJob: Sendable {
     public init() {}
 
     /// `progress` gets the bytes fetched so far and the bytes the plan misses, about ten times a second.
-    public func run(_ input: String, session: MediaSession, start: Double, seconds: Double,
-                    tracks: TrackSelection = .defaults,
-                    progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void = { _, _ in }) throws -> PrefetchResult {
+    public func run(
+        _ input: String, session: MediaSession, start: Double, seconds: Double,
+        tracks: TrackSelection = .defaults,
+        progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void = { _, _ in }
+    ) throws -> PrefetchResult {
         try session.onOneVersion {
-            try run(try PrefetchPlanner.open(session.open(input), session: session).media(), session: session, start: start,
-                    seconds: seconds, tracks: tracks, progress: progress)
+            try run(
+                try PrefetchPlanner.open(session.open(input), session: session).media(), session: session, start: start,
+                seconds: seconds, tracks: tracks, progress: progress)
         }
     }
 
     /// A media file's prefetch, or, for an HLS playlist, `stream`'s (of the variant it picks; the
     /// window's segments, with `planOnly` and the connections of this job).
-    public func run(_ input: String, session: MediaSession, start: Double, seconds: Double, tracks: TrackSelection = .defaults,
-                    stream: StreamPrefetchJob,
-                    progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void = { _, _ in }) throws -> PrefetchOutcome {
+    public func run(
+        _ input: String, session: MediaSession, start: Double, seconds: Double, tracks: TrackSelection = .defaults,
+        stream: StreamPrefetchJob,
+        progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void = { _, _ in }
+    ) throws -> PrefetchOutcome {
         try session.onOneVersion {
             let source = try session.open(input)
             switch try PrefetchPlanner.open(source, session: session) {
             case .media(let opened):
-                return .file(try run(opened, session: session, start: start, seconds: seconds, tracks: tracks, progress: progress))
+                return .file(
+                    try run(
+                        opened, session: session, start: start, seconds: seconds, tracks: tracks, progress: progress))
             case .stream:
                 var job = stream
                 (job.planOnly, job.connections) = (planOnly, prefetcher.connections)
-                return .stream(try job.run(input, session: session, start: start, seconds: seconds, opened: source, progress: progress))
+                return .stream(
+                    try job.run(
+                        input, session: session, start: start, seconds: seconds, opened: source, progress: progress))
             }
         }
     }
 
-    private func run(_ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double, tracks: TrackSelection,
-                     progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void) throws -> PrefetchResult {
+    private func run(
+        _ opened: OpenedInput, session: MediaSession, start: Double, seconds: Double, tracks: TrackSelection,
+        progress: @escaping @Sendable (_ fetched: Int64, _ total: Int64) -> Void
+    ) throws -> PrefetchResult {
         let started = Date()
-        let (plan, context, source) = try planner.plan(opened, session: session, start: start, seconds: seconds, tracks: tracks)
+        let (plan, context, source) = try planner.plan(
+            opened, session: session, start: start, seconds: seconds, tracks: tracks)
         if !planOnly {
             // A prefetch is for later: bytes that are not kept on disk are of no use.
             guard source.keepsBytes else { throw SourceError.notKept(input: source.input, reason: source.whyNotKept) }
@@ -64,19 +76,23 @@ public struct PrefetchJob: Sendable {
             try prefetcher.fetch(plan, source: source, cancellation: session.cancellation)
             if plan.walksAudioFrames, let stream = plan.tracks.first?.index {
                 let windowStart = context.startTime + start
-                try MPEGAudioFrames.fetchWindow(of: stream, in: context, from: windowStart, to: windowStart + seconds, source: source,
-                                                cancellation: session.cancellation)
+                try MPEGAudioFrames.fetchWindow(
+                    of: stream, in: context, from: windowStart, to: windowStart + seconds, source: source,
+                    cancellation: session.cancellation)
             }
             // Then read as check will read it: what the plan missed is fetched now, not found
             // missing offline (a second audio track's run, a key frame before the fragment an mfra
             // lists, an estimate's start).
-            try PrefetchPlanner.readAsAPlayer(context: Checker.open(source, session: session).media().context,
-                                              streams: plan.tracks.map(\.index), start: start, seconds: seconds,
-                                              cancellation: session.cancellation)
+            try PrefetchPlanner.readAsAPlayer(
+                context: Checker.open(source, session: session).media().context,
+                streams: plan.tracks.map(\.index), start: start, seconds: seconds,
+                cancellation: session.cancellation)
             let all = plan.headerRanges + plan.sampleRanges
             if let gap = all.lazy.flatMap({ source.missingRanges(in: $0) }).first {
-                throw SourceError.notKept(input: source.input, reason:
-                    "bytes \(gap.lowerBound)-\(gap.upperBound - 1) are still missing after the prefetch")
+                throw SourceError.notKept(
+                    input: source.input,
+                    reason:
+                        "bytes \(gap.lowerBound)-\(gap.upperBound - 1) are still missing after the prefetch")
             }
             // Bytes a readahead transfer still running stored (the plan found them here) are
             // recorded only when it ends; the process may end first.
@@ -85,8 +101,10 @@ public struct PrefetchJob: Sendable {
             progress(source.counters.bytesFetched - base, plan.missingBytes)
         }
         if source.versionChanged { throw SourceError.versionChanged(input: source.input) }
-        return PrefetchResult(plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
-                              buffered: context.bufferedRanges(source: source, timeline: opened.fragmentTimeline,
-                                                               streams: plan.tracks.map(\.index)))
+        return PrefetchResult(
+            plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
+            buffered: context.bufferedRanges(
+                source: source, timeline: opened.fragmentTimeline,
+                streams: plan.tracks.map(\.index)))
     }
 }

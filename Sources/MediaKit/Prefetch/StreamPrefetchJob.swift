@@ -48,19 +48,26 @@ public struct StreamPrefetchJob: Sendable {
 
     /// `opened`: a source of `input` the caller has read already (what it cost counts here).
     /// `progress` gets the parts stored so far and the parts planned.
-    public func run(_ input: String, session: MediaSession, start: Double, seconds: Double, opened: (any MediaSource)? = nil,
-                    progress: @escaping @Sendable (_ done: Int64, _ total: Int64) -> Void = { _, _ in }) throws -> StreamPrefetchResult {
+    public func run(
+        _ input: String, session: MediaSession, start: Double, seconds: Double, opened: (any MediaSource)? = nil,
+        progress: @escaping @Sendable (_ done: Int64, _ total: Int64) -> Void = { _, _ in }
+    ) throws -> StreamPrefetchResult {
         let started = Date()
         var playlists = StreamPlaylists(session: session, opened: opened)
         let selection = try StreamSelection.select(input, pick: pick, playlists: &playlists)
         try selection.checkWindow(input, start: start)
-        var planned: [(role: String, uri: String, segments: [HLSSegment], parts: [(uri: String, range: Range<Int64>?)])] = []
+        var planned:
+            [(role: String, uri: String, segments: [HLSSegment], parts: [(uri: String, range: Range<Int64>?)])] = []
         for p in selection.playlists {
             var segments = Array(p.media.segments(from: start, to: start + seconds))
-            if firstSegment, let first = p.media.segments.first, segments.first?.start != first.start { segments.insert(first, at: 0) }
+            if firstSegment, let first = p.media.segments.first, segments.first?.start != first.start {
+                segments.insert(first, at: 0)
+            }
             if segments.contains(where: { $0.encrypted }) {
-                throw MediaError.unsupportedStream(input: input, detail: "its segments are encrypted (\(p.media.encryption.sorted().joined(separator: ", "))): "
-                                                   + "mprobe does not fetch keys, so a kept window could not be played")
+                throw MediaError.unsupportedStream(
+                    input: input,
+                    detail: "its segments are encrypted (\(p.media.encryption.sorted().joined(separator: ", "))): "
+                        + "mprobe does not fetch keys, so a kept window could not be played")
             }
             var parts: [(uri: String, range: Range<Int64>?)] = []
             for s in segments {
@@ -76,16 +83,23 @@ public struct StreamPrefetchJob: Sendable {
             for (_, source) in sources where !source.keepsBytes {
                 throw SourceError.notKept(input: source.input, reason: source.whyNotKept)
             }
-            let pieces = sources.map { Prefetcher.Piece(source: $0.1, range: $0.0.range ?? 0..<StreamPlaylists.wholePartLimit) }
+            let pieces = sources.map {
+                Prefetcher.Piece(source: $0.1, range: $0.0.range ?? 0..<StreamPlaylists.wholePartLimit)
+            }
             let total = Int64(pieces.count)
             let done = ManagedCounter()
             var prefetcher = Prefetcher()
             prefetcher.connections = connections
-            try prefetcher.fetch(pieces, cancellation: session.cancellation) { done.add(1); progress(done.value, total) }
+            try prefetcher.fetch(pieces, cancellation: session.cancellation) {
+                done.add(1); progress(done.value, total)
+            }
             for (part, source) in sources {
                 // A range past the end of its file is the playlist's fault, said as such.
                 let range = try SpanSource.bytes(of: source, range: part.range)
-                if !source.isLocal(range) { throw SourceError.notKept(input: session.shown(part.uri), reason: "bytes are still missing after the prefetch") }
+                if !source.isLocal(range) {
+                    throw SourceError.notKept(
+                        input: session.shown(part.uri), reason: "bytes are still missing after the prefetch")
+                }
                 try StreamPlaylists.checkIsMedia(source, range: part.range)
                 try source.makeDurable()
             }
@@ -93,14 +107,18 @@ public struct StreamPrefetchJob: Sendable {
         }
         let windows = try planned.map { p in
             // URLs as shown: a playlist's segments may carry its signatures.
-            StreamPrefetchResult.Window(role: p.role, playlist: session.shown(p.uri), first: p.segments.last { $0.start <= start }?.start ?? 0,
-                                        end: p.segments.last.map { $0.start + $0.duration } ?? 0, segments: p.segments.count,
-                                        parts: p.parts.map { (session.shown($0.uri), $0.range) }, buffered: try StreamPrefetchJob.buffered(
-                                            selection.playlists.first { $0.uri == p.uri }!.media, session: session))
+            StreamPrefetchResult.Window(
+                role: p.role, playlist: session.shown(p.uri), first: p.segments.last { $0.start <= start }?.start ?? 0,
+                end: p.segments.last.map { $0.start + $0.duration } ?? 0, segments: p.segments.count,
+                parts: p.parts.map { (session.shown($0.uri), $0.range) },
+                buffered: try StreamPrefetchJob.buffered(
+                    selection.playlists.first { $0.uri == p.uri }!.media, session: session))
         }
-        return StreamPrefetchResult(input: session.shown(input), format: playlists.format, start: start, seconds: seconds, bandwidth: selection.variant?.bandwidth,
-                                    width: selection.variant?.width, height: selection.variant?.height, windows: windows,
-                                    fetched: playlists.counters, elapsed: Date().timeIntervalSince(started), planOnly: planOnly)
+        return StreamPrefetchResult(
+            input: session.shown(input), format: playlists.format, start: start, seconds: seconds,
+            bandwidth: selection.variant?.bandwidth,
+            width: selection.variant?.width, height: selection.variant?.height, windows: windows,
+            fetched: playlists.counters, elapsed: Date().timeIntervalSince(started), planOnly: planOnly)
     }
 
     /// Every byte of the part is here: its range, or (no range) the whole resource, whose size is known.
@@ -125,7 +143,8 @@ public struct StreamPrefetchJob: Sendable {
             return answer
         }
         for s in media.segments {
-            let here = try cached(s.uri, s.byteRange) && (try s.initSection.map { try cached($0.uri, $0.byteRange) } ?? true)
+            let here =
+                try cached(s.uri, s.byteRange) && (try s.initSection.map { try cached($0.uri, $0.byteRange) } ?? true)
             guard here else { continue }
             let span = s.start..<s.start + s.duration
             if let last = spans.last, abs(last.upperBound - span.lowerBound) < 0.001 {
@@ -170,12 +189,16 @@ public struct StreamBuffer: Sendable {
         case .master(let master):
             var out: [StreamBuffer] = []
             for v in master.variants {
-                if let media = try? playlists.loadMedia(v.uri), let b = buffer(v.uri, role: "variant", bandwidth: v.bandwidth, media: media) {
+                if let media = try? playlists.loadMedia(v.uri),
+                    let b = buffer(v.uri, role: "variant", bandwidth: v.bandwidth, media: media)
+                {
                     out.append(b)
                 }
             }
             for r in master.renditions {
-                if let uri = r.uri, let media = try? playlists.loadMedia(uri), let b = buffer(uri, role: "rendition", bandwidth: nil, media: media) {
+                if let uri = r.uri, let media = try? playlists.loadMedia(uri),
+                    let b = buffer(uri, role: "rendition", bandwidth: nil, media: media)
+                {
                     out.append(b)
                 }
             }

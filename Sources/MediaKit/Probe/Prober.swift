@@ -28,8 +28,9 @@ public struct Prober: Sendable {
 
     private func probeOnce(_ input: String, session: MediaSession) throws -> ProbeResult {
         let started = Date()
-        return try describe(try OpenedInput.open(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker)
-                                .media(), started: started)
+        return try describe(
+            try OpenedInput.open(input, session: session, findStreamInfo: !fast, fragments: .first, walker: walker)
+                .media(), started: started)
     }
 
     /// A media file's probe, or, when the input is an HLS playlist, `streams`' probe of the stream.
@@ -37,7 +38,9 @@ public struct Prober: Sendable {
         try session.onOneVersion {
             let started = Date()
             let source = try session.open(input)
-            switch try OpenedInput.open(source: source, session: session, findStreamInfo: !fast, fragments: .first, walker: walker) {
+            switch try OpenedInput.open(
+                source: source, session: session, findStreamInfo: !fast, fragments: .first, walker: walker)
+            {
             case .media(let opened):
                 return .media(try describe(opened, started: started))
             case .stream:
@@ -50,23 +53,27 @@ public struct Prober: Sendable {
     /// A probe of a stream's segment.
     func probe(segment: SpanSource, session: MediaSession) throws -> ProbeResult {
         let started = Date()
-        return try describe(try StreamPlaylists.open(segment, session: session, findStreamInfo: !fast, fragments: .first),
-                            started: started)
+        return try describe(
+            try StreamPlaylists.open(segment, session: session, findStreamInfo: !fast, fragments: .first),
+            started: started)
     }
 
     private func describe(_ opened: OpenedInput, started: Date) throws -> ProbeResult {
         let described = opened.context.describe()
-        var result = ProbeResult(input: opened.source.input, size: try opened.source.size(), format: described.format,
-                                 formatLongName: described.formatLongName, duration: described.duration,
-                                 bitRate: described.bitRate, startTime: described.startTime, layout: opened.layout,
-                                 tracks: described.tracks, tags: described.tags, warnings: opened.warnings,
-                                 fetch: SourceCounters(), seconds: 0)
+        var result = ProbeResult(
+            input: opened.source.input, size: try opened.source.size(), format: described.format,
+            formatLongName: described.formatLongName, duration: described.duration,
+            bitRate: described.bitRate, startTime: described.startTime, layout: opened.layout,
+            tracks: described.tracks, tags: described.tags, warnings: opened.warnings,
+            fetch: SourceCounters(), seconds: 0)
         if let timeline = opened.fragmentTimeline { Prober.apply(timeline, to: &result, context: opened.context) }
         if result.duration == nil, let duration = try MatroskaTail.duration(of: opened.context, source: opened.source) {
             result.duration = duration
-            if let size = result.size, duration > 0 { result.bitRate = Int64((Double(size) * 8 / duration).rounded(.down)) }
+            if let size = result.size, duration > 0 {
+                result.bitRate = Int64((Double(size) * 8 / duration).rounded(.down))
+            }
         }
-        result.fetch = opened.cost // after the tail reads above
+        result.fetch = opened.cost  // after the tail reads above
         result.floorBytes = opened.context.bytesRead.byteCount
         result.seconds = Date().timeIntervalSince(started)
         return result
@@ -82,7 +89,8 @@ public struct Prober: Sendable {
             result.tracks[i].bitRate = nil
             result.tracks[i].duration = nil
             guard let id = context.containerID(stream: result.tracks[i].index),
-                  let track = timeline.tracks.first(where: { Int64($0.id) == Int64(id) }) else { continue }
+                let track = timeline.tracks.first(where: { Int64($0.id) == Int64(id) })
+            else { continue }
             result.tracks[i].duration = track.seconds
             if result.tracks[i].kind == .video, let rate = track.lastRate { result.tracks[i].frameRate = rate }
         }

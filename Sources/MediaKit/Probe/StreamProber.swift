@@ -111,31 +111,46 @@ public struct StreamProber: Sendable {
     public init() {}
 
     /// `opened`: a source of `input` the caller has read already (what it cost counts here).
-    public func probe(_ input: String, session: MediaSession, opened: (any MediaSource)? = nil) throws -> StreamProbeResult {
+    public func probe(
+        _ input: String, session: MediaSession, opened: (any MediaSource)? = nil
+    ) throws -> StreamProbeResult {
         let started = Date()
         var playlists = StreamPlaylists(session: session, opened: opened)
         let top = try playlists.load(input)
         let master: HLSMaster
         switch top {
         case .master(let m):
-            guard !m.variants.isEmpty else { throw MediaError.malformedPlaylist(input: input, detail: "a master playlist without variants") }
+            guard !m.variants.isEmpty else {
+                throw MediaError.malformedPlaylist(input: input, detail: "a master playlist without variants")
+            }
             master = m
         case .media(let media):
             let variant = try probed(media, chosen: variants.limit(1) == 1, playlists: &playlists)
-            return StreamProbeResult(input: session.shown(input), format: playlists.format, isMaster: false, variants: [StreamProbeResult.Variant(
-                uri: session.shown(input), bandwidth: nil, averageBandwidth: nil, width: nil, height: nil, codecs: nil, frameRate: nil,
-                audioGroup: nil, subtitlesGroup: nil, playlist: StreamPlaylistInfo(media), firstSegment: variant.probe, note: variant.note)],
+            return StreamProbeResult(
+                input: session.shown(input), format: playlists.format, isMaster: false,
+                variants: [
+                    StreamProbeResult.Variant(
+                        uri: session.shown(input), bandwidth: nil, averageBandwidth: nil, width: nil, height: nil,
+                        codecs: nil, frameRate: nil,
+                        audioGroup: nil, subtitlesGroup: nil, playlist: StreamPlaylistInfo(media),
+                        firstSegment: variant.probe, note: variant.note)
+                ],
                 renditions: [], encryption: media.encryption.sorted(), fetch: playlists.counters,
                 seconds: Date().timeIntervalSince(started))
         }
         let entries = master.variants.count + master.renditions.count
         guard entries <= StreamPlaylists.maximumEntries else {
-            throw MediaError.unsupportedStream(input: input, detail: "a master playlist of \(entries) variants and renditions: "
-                                               + "mprobe reads at most \(StreamPlaylists.maximumEntries)")
+            throw MediaError.unsupportedStream(
+                input: input,
+                detail: "a master playlist of \(entries) variants and renditions: "
+                    + "mprobe reads at most \(StreamPlaylists.maximumEntries)")
         }
         // Every variant's and rendition's playlist, at once (their durations and segment counts).
-        try playlists.prefetchPlaylists(master.variants.map(\.uri) + master.renditions.filter {
-            $0.type != "SUBTITLES" && $0.type != "CLOSED-CAPTIONS" }.compactMap(\.uri))
+        try playlists.prefetchPlaylists(
+            master.variants.map(\.uri)
+                + master.renditions.filter {
+                    $0.type != "SUBTITLES" && $0.type != "CLOSED-CAPTIONS"
+                }.compactMap(\.uri))
         // Chosen: the highest bandwidths first.
         let ranked = master.variants.indices.sorted { master.variants[$0].bandwidth > master.variants[$1].bandwidth }
         let chosen = Set(ranked.prefix(variants.limit(ranked.count)))
@@ -145,10 +160,12 @@ public struct StreamProber: Sendable {
             let media = try playlists.loadMedia(v.uri)
             encryption.formUnion(media.encryption)
             let first = try probed(media, chosen: chosen.contains(i), playlists: &playlists)
-            variantsOut.append(StreamProbeResult.Variant(
-                uri: session.shown(v.uri), bandwidth: v.bandwidth, averageBandwidth: v.averageBandwidth, width: v.width, height: v.height,
-                codecs: v.codecs, frameRate: v.frameRate, audioGroup: v.audio, subtitlesGroup: v.subtitles,
-                playlist: StreamPlaylistInfo(media), firstSegment: first.probe, note: first.note))
+            variantsOut.append(
+                StreamProbeResult.Variant(
+                    uri: session.shown(v.uri), bandwidth: v.bandwidth, averageBandwidth: v.averageBandwidth,
+                    width: v.width, height: v.height,
+                    codecs: v.codecs, frameRate: v.frameRate, audioGroup: v.audio, subtitlesGroup: v.subtitles,
+                    playlist: StreamPlaylistInfo(media), firstSegment: first.probe, note: first.note))
         }
         // The audio (and video) renditions the chosen variants play with: the default of each group.
         let groups = Set(chosen.compactMap { master.variants[$0].audio })
@@ -160,20 +177,29 @@ public struct StreamProber: Sendable {
                 let media = try playlists.loadMedia(uri)
                 info = StreamPlaylistInfo(media)
                 encryption.formUnion(media.encryption)
-                let leads = master.renditions.indices.first { master.renditions[$0].groupID == r.groupID && master.renditions[$0].isDefault }
+                let leads =
+                    master.renditions.indices.first {
+                        master.renditions[$0].groupID == r.groupID && master.renditions[$0].isDefault
+                    }
                     ?? master.renditions.indices.first { master.renditions[$0].groupID == r.groupID }
                 probe = try probed(media, chosen: groups.contains(r.groupID) && leads == i, playlists: &playlists).probe
             }
-            renditionsOut.append(StreamProbeResult.Rendition(type: r.type, groupID: r.groupID, name: r.name, language: r.language,
-                                                            isDefault: r.isDefault, channels: r.channels, uri: r.uri.map(session.shown),
-                                                            playlist: info, firstSegment: probe))
+            renditionsOut.append(
+                StreamProbeResult.Rendition(
+                    type: r.type, groupID: r.groupID, name: r.name, language: r.language,
+                    isDefault: r.isDefault, channels: r.channels, uri: r.uri.map(session.shown),
+                    playlist: info, firstSegment: probe))
         }
-        return StreamProbeResult(input: session.shown(input), format: playlists.format, isMaster: true, variants: variantsOut, renditions: renditionsOut,
-                                 encryption: encryption.sorted(), fetch: playlists.counters, seconds: Date().timeIntervalSince(started))
+        return StreamProbeResult(
+            input: session.shown(input), format: playlists.format, isMaster: true, variants: variantsOut,
+            renditions: renditionsOut,
+            encryption: encryption.sorted(), fetch: playlists.counters, seconds: Date().timeIntervalSince(started))
     }
 
     /// The probe of a playlist's first segment when chosen, or why there is none.
-    private func probed(_ media: HLSMedia, chosen: Bool, playlists: inout StreamPlaylists) throws -> (probe: ProbeResult?, note: String?) {
+    private func probed(
+        _ media: HLSMedia, chosen: Bool, playlists: inout StreamPlaylists
+    ) throws -> (probe: ProbeResult?, note: String?) {
         guard chosen, let first = media.segments.first else { return (nil, nil) }
         if first.encrypted, media.encryption.contains("AES-128") {
             return (nil, "segments are encrypted (AES-128): not probed")

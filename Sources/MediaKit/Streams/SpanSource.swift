@@ -43,19 +43,25 @@ final class SpanSource: MediaSource {
             try source.prefetch(range ?? 0..<StreamPlaylists.wholePartLimit)
         }
         guard let size = try source.size() else {
-            throw SourceError.inconsistentOrigin(input: source.input, detail: "the server did not say how long it is "
-                                                 + "(no Content-Length or Content-Range), so a segment of it cannot be read whole")
+            throw SourceError.inconsistentOrigin(
+                input: source.input,
+                detail: "the server did not say how long it is "
+                    + "(no Content-Length or Content-Range), so a segment of it cannot be read whole")
         }
         guard let range else {
             guard size <= StreamPlaylists.wholePartLimit else {
-                throw MediaError.malformedPlaylist(input: source.input, detail: "a segment of \(size) bytes, more than a segment is "
-                                                   + "(\(StreamPlaylists.wholePartLimit))")
+                throw MediaError.malformedPlaylist(
+                    input: source.input,
+                    detail: "a segment of \(size) bytes, more than a segment is "
+                        + "(\(StreamPlaylists.wholePartLimit))")
             }
             return 0..<size
         }
         guard range.upperBound <= size else {
-            throw MediaError.malformedPlaylist(input: source.input, detail: "its byte range \(range.lowerBound)-\(range.upperBound - 1) "
-                                               + "lies past its end (\(size) bytes)")
+            throw MediaError.malformedPlaylist(
+                input: source.input,
+                detail: "its byte range \(range.lowerBound)-\(range.upperBound - 1) "
+                    + "lies past its end (\(size) bytes)")
         }
         return range
     }
@@ -66,7 +72,8 @@ final class SpanSource: MediaSource {
 
     /// The part holding `offset` and where in its source that offset is.
     private func locate(_ offset: Int64) -> (part: Int, at: Int64)? {
-        guard offset >= 0, offset < total, let index = starts.lastIndex(where: { $0 <= offset }), index < parts.count else { return nil }
+        guard offset >= 0, offset < total, let index = starts.lastIndex(where: { $0 <= offset }), index < parts.count
+        else { return nil }
         return (index, parts[index].range.lowerBound + offset - starts[index])
     }
 
@@ -76,8 +83,10 @@ final class SpanSource: MediaSource {
         let count = min(buffer.count, Int(part.range.upperBound - at))
         let n = try part.source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), at: at)
         if n == 0 {
-            throw SourceError.inconsistentOrigin(input: input, detail: "a part ends at byte \(at) of \(part.source.input), "
-                                                 + "before the \(part.range.upperBound) the playlist states")
+            throw SourceError.inconsistentOrigin(
+                input: input,
+                detail: "a part ends at byte \(at) of \(part.source.input), "
+                    + "before the \(part.range.upperBound) the playlist states")
         }
         return n
     }
@@ -89,7 +98,10 @@ final class SpanSource: MediaSource {
             let overlap = range.clamped(to: span)
             guard !overlap.isEmpty else { return nil }
             let shift = parts[i].range.lowerBound - span.lowerBound
-            return (parts[i].source, overlap.lowerBound + shift..<overlap.upperBound + shift, span.lowerBound - parts[i].range.lowerBound)
+            return (
+                parts[i].source, overlap.lowerBound + shift..<overlap.upperBound + shift,
+                span.lowerBound - parts[i].range.lowerBound
+            )
         }
     }
 
@@ -99,7 +111,9 @@ final class SpanSource: MediaSource {
 
     func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {
         pieces(of: range).flatMap { piece in
-            piece.source.missingRanges(in: piece.range).map { $0.lowerBound + piece.start..<$0.upperBound + piece.start }
+            piece.source.missingRanges(in: piece.range).map {
+                $0.lowerBound + piece.start..<$0.upperBound + piece.start
+            }
         }
     }
 
@@ -124,7 +138,9 @@ final class SpanSource: MediaSource {
     }
 
     var versionChanged: Bool { parts.contains { $0.source.versionChanged } }
-    var warnings: [String] { parts.flatMap { $0.source.warnings }.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
+    var warnings: [String] {
+        parts.flatMap { $0.source.warnings }.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+    }
     var keepsBytes: Bool { parts.allSatisfy { $0.source.keepsBytes } }
     var whyNotKept: String { parts.first { !$0.source.keepsBytes }?.source.whyNotKept ?? "" }
 }

@@ -36,7 +36,8 @@ struct StreamPlaylists {
             throw MediaError.malformedPlaylist(input: url, detail: "the server did not say its size")
         }
         guard size <= HLSPlaylist.maximumSize else {
-            throw MediaError.malformedPlaylist(input: url, detail: "\(size) bytes, more than a playlist is (\(HLSPlaylist.maximumSize))")
+            throw MediaError.malformedPlaylist(
+                input: url, detail: "\(size) bytes, more than a playlist is (\(HLSPlaylist.maximumSize))")
         }
         let text = String(decoding: try source.bytes(at: 0, count: Int(size)), as: UTF8.self)
         let location = StreamPlaylists.location(of: source, input: url)
@@ -93,7 +94,9 @@ struct StreamPlaylists {
         let span = try SpanSource(input: session.shown(input), pieces: pieces)
         sources += span.parts.map(\.source)
         if checkingMedia {
-            for part in span.parts.suffix(segments.count) { try StreamPlaylists.checkIsMedia(part.source, range: part.range) }
+            for part in span.parts.suffix(segments.count) {
+                try StreamPlaylists.checkIsMedia(part.source, range: part.range)
+            }
         }
         return span
     }
@@ -109,33 +112,47 @@ struct StreamPlaylists {
     /// the file, after the initialization range. The index comes with the initialization in one
     /// request when they are adjacent (as packagers write them).
     private mutating func segments(indexedBy file: DASHManifest.IndexedFile) throws -> HLSMedia {
-        func malformed(_ detail: String) -> MediaError { .malformedPlaylist(input: file.url, detail: "its sidx " + detail) }
+        func malformed(_ detail: String) -> MediaError {
+            .malformedPlaylist(input: file.url, detail: "its sidx " + detail)
+        }
         guard file.index.count <= HLSPlaylist.maximumSize else { throw malformed("is larger than an index is") }
         let source = try session.open(file.url)
         sources.append(source)
         // The initialization range too when it is near (they are adjacent as packagers write them).
-        let head = file.initialization.map { min($0.lowerBound, file.index.lowerBound)..<max($0.upperBound, file.index.upperBound) }
-        try source.prefetch(head.map { $0.count <= Int64(file.index.count) + StreamPlaylists.nearInitialization ? $0 : file.index } ?? file.index)
+        let head = file.initialization.map {
+            min($0.lowerBound, file.index.lowerBound)..<max($0.upperBound, file.index.upperBound)
+        }
+        try source.prefetch(
+            head.map { $0.count <= Int64(file.index.count) + StreamPlaylists.nearInitialization ? $0 : file.index }
+                ?? file.index)
         _ = try SpanSource.bytes(of: source, range: file.index)
         let bytes = try source.bytes(at: file.index.lowerBound, count: file.index.count)
         var fields = FieldReader(bytes)
         guard let size = fields.u32(), fields.skip(4), Array(bytes.dropFirst(4).prefix(4)) == Array("sidx".utf8),
-              let (version, _) = fields.versionAndFlags(), fields.skip(4), let timescale = fields.u32(), timescale > 0,
-              let earliest = fields.uint(version == 0 ? 4 : 8), let first = fields.uint(version == 0 ? 4 : 8), fields.skip(2),
-              let count = fields.uint(2), earliest < UInt64(Int64.max / 4), first < UInt64(Int64.max / 4) else {
+            let (version, _) = fields.versionAndFlags(), fields.skip(4), let timescale = fields.u32(), timescale > 0,
+            let earliest = fields.uint(version == 0 ? 4 : 8), let first = fields.uint(version == 0 ? 4 : 8),
+            fields.skip(2),
+            let count = fields.uint(2), earliest < UInt64(Int64.max / 4), first < UInt64(Int64.max / 4)
+        else {
             throw malformed("at \(file.index.lowerBound) is not a segment index box")
         }
         var media = HLSMedia()
         var offset = file.index.lowerBound + Int64(size) + Int64(first)
         var time = 0.0
         for _ in 0..<count {
-            guard let reference = fields.u32(), let duration = fields.u32(), fields.skip(4) else { throw malformed("is cut short") }
-            guard reference & 0x8000_0000 == 0 else { throw malformed("points at other indexes, which mprobe does not follow") }
+            guard let reference = fields.u32(), let duration = fields.u32(), fields.skip(4) else {
+                throw malformed("is cut short")
+            }
+            guard reference & 0x8000_0000 == 0 else {
+                throw malformed("points at other indexes, which mprobe does not follow")
+            }
             let length = Int64(reference & 0x7FFF_FFFF)
             let seconds = Double(duration) / Double(timescale)
-            media.segments.append(HLSSegment(uri: file.url, start: time, duration: seconds, byteRange: offset..<offset + length,
-                                             initSection: file.initialization.map { HLSInitSection(uri: file.url, byteRange: $0) },
-                                             encrypted: false))
+            media.segments.append(
+                HLSSegment(
+                    uri: file.url, start: time, duration: seconds, byteRange: offset..<offset + length,
+                    initSection: file.initialization.map { HLSInitSection(uri: file.url, byteRange: $0) },
+                    encrypted: false))
             (offset, time) = (offset + length, time + seconds)
         }
         media.ended = !file.live
@@ -152,33 +169,41 @@ struct StreamPlaylists {
         let head = try source.bytes(at: start, count: 12)
         guard !StreamPlaylists.isMedia(head) else { return }
         if let kind = StreamingManifest.kind(ofText: String(decoding: head, as: UTF8.self)) {
-            throw MediaError.malformedPlaylist(input: source.input, detail: "a segment that is \(kind) itself, not media")
+            throw MediaError.malformedPlaylist(
+                input: source.input, detail: "a segment that is \(kind) itself, not media")
         }
         let shown = String(decoding: head.map { (0x20..<0x7F).contains($0) ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
-        throw MediaError.malformedPlaylist(input: source.input, detail: "a segment that is not media (it starts with \"\(shown)\")")
+        throw MediaError.malformedPlaylist(
+            input: source.input, detail: "a segment that is not media (it starts with \"\(shown)\")")
     }
 
     static func isMedia(_ b: [UInt8]) -> Bool {
         guard b.count >= 4 else { return false }
-        if b[0] == 0x47 { return true } // MPEG-TS sync byte
+        if b[0] == 0x47 { return true }  // MPEG-TS sync byte
         if b.starts(with: Array("ID3".utf8)) || b.starts(with: Array("WEBVTT".utf8)) { return true }
-        if b[0] == 0xFF && b[1] & 0xE0 == 0xE0 { return true } // ADTS / MPEG audio frame sync
-        if b.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return true } // EBML (WebM)
+        if b[0] == 0xFF && b[1] & 0xE0 == 0xE0 { return true }  // ADTS / MPEG audio frame sync
+        if b.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return true }  // EBML (WebM)
         guard b.count >= 8 else { return false }
-        let boxes = ["ftyp", "styp", "moof", "moov", "sidx", "ssix", "emsg", "prft", "free", "skip", "mdat", "uuid", "wide"]
+        let boxes = [
+            "ftyp", "styp", "moof", "moov", "sidx", "ssix", "emsg", "prft", "free", "skip", "mdat", "uuid", "wide",
+        ]
         return boxes.contains(String(decoding: b[4..<8], as: UTF8.self))
     }
 
     /// A segment opened for demuxing. A segment that is itself a playlist (one that names itself,
     /// or a variant's playlist where a segment belongs) is the playlist's fault, said so.
-    static func open(_ span: SpanSource, session: MediaSession, findStreamInfo: Bool,
-                     fragments: FormatContext.Fragments = .every) throws -> OpenedInput {
-        switch try OpenedInput.open(source: span, session: session, findStreamInfo: findStreamInfo, fragments: fragments) {
+    static func open(
+        _ span: SpanSource, session: MediaSession, findStreamInfo: Bool,
+        fragments: FormatContext.Fragments = .every
+    ) throws -> OpenedInput {
+        switch try OpenedInput.open(
+            source: span, session: session, findStreamInfo: findStreamInfo, fragments: fragments)
+        {
         case .media(let opened): return opened
-        case .stream(_, let kind): throw MediaError.malformedPlaylist(input: span.input, detail: "a segment that is \(kind) itself, not media")
+        case .stream(_, let kind):
+            throw MediaError.malformedPlaylist(input: span.input, detail: "a segment that is \(kind) itself, not media")
         }
     }
-
 
     /// Sources the job opened itself, to count with the rest.
     mutating func add(_ more: [any MediaSource]) { sources += more }

@@ -34,7 +34,9 @@ struct StreamSelection {
     let variant: HLSVariant?
     let playlists: [Playlist]
 
-    static func select(_ input: String, pick: VariantPick, playlists loader: inout StreamPlaylists) throws -> StreamSelection {
+    static func select(
+        _ input: String, pick: VariantPick, playlists loader: inout StreamPlaylists
+    ) throws -> StreamSelection {
         switch try loader.load(input) {
         case .media(let media):
             return StreamSelection(variant: nil, playlists: [Playlist(role: "video", uri: input, media: media)])
@@ -48,8 +50,11 @@ struct StreamSelection {
             }
             guard let variant = chosen else {
                 let listed = ranked.map { String($0.bandwidth) }.joined(separator: ", ")
-                throw MediaError.unsupportedStream(input: input, detail: ranked.isEmpty ? "a master playlist without variants"
-                                                   : "no variant has that bandwidth; the variants have \(listed)")
+                throw MediaError.unsupportedStream(
+                    input: input,
+                    detail: ranked.isEmpty
+                        ? "a master playlist without variants"
+                        : "no variant has that bandwidth; the variants have \(listed)")
             }
             var selected = [Playlist(role: "video", uri: variant.uri, media: try loader.loadMedia(variant.uri))]
             if let group = variant.audio {
@@ -67,15 +72,20 @@ struct StreamSelection {
     func checkWindow(_ input: String, start: Double) throws {
         for p in playlists {
             if !p.media.ended && p.media.playlistType == nil {
-                throw MediaError.unsupportedStream(input: input, detail: "a live stream (a playlist without #EXT-X-ENDLIST, or a dynamic MPD): its segments "
-                                                   + "are replaced as it plays, so no window of it can be kept; probe it instead")
+                throw MediaError.unsupportedStream(
+                    input: input,
+                    detail: "a live stream (a playlist without #EXT-X-ENDLIST, or a dynamic MPD): its segments "
+                        + "are replaced as it plays, so no window of it can be kept; probe it instead")
             }
             if p.media.segments.isEmpty {
                 throw MediaError.malformedPlaylist(input: p.uri, detail: "a media playlist without segments")
             }
             if start >= p.media.duration {
-                throw MediaError.unsupportedStream(input: input, detail: String(format: "the window starts at %.3f s, "
-                                                   + "past the end of the stream (%.3f s)", start, p.media.duration))
+                throw MediaError.unsupportedStream(
+                    input: input,
+                    detail: String(
+                        format: "the window starts at %.3f s, "
+                            + "past the end of the stream (%.3f s)", start, p.media.duration))
             }
         }
     }

@@ -18,7 +18,9 @@ enum BlankFrames {
         var i = 0
         let stride = 7 * 3
         while i + 2 < image.pixels.count {
-            let y = (77 * Double(image.pixels[i]) + 150 * Double(image.pixels[i + 1]) + 29 * Double(image.pixels[i + 2])) / 256
+            let y =
+                (77 * Double(image.pixels[i]) + 150 * Double(image.pixels[i + 1]) + 29 * Double(image.pixels[i + 2]))
+                / 256
             sum += y
             squares += y * y
             n += 1

@@ -23,10 +23,13 @@ public enum SpriteLayout: Sendable, Equatable {
         let (width, wide) = columns.multipliedReportingOverflow(by: cellWidth)
         let (height, tall) = rows.multipliedReportingOverflow(by: cellHeight)
         let (pixels, huge) = width.multipliedReportingOverflow(by: height)
-        guard wide || tall || huge || width > SpriteLayout.maxSide || height > SpriteLayout.maxSide
-                || pixels > SpriteLayout.maxPixels else { return nil }
+        guard
+            wide || tall || huge || width > SpriteLayout.maxSide || height > SpriteLayout.maxSide
+                || pixels > SpriteLayout.maxPixels
+        else { return nil }
         let size = wide || tall ? "an impossibly large" : "a \(width)x\(height)"
-        return "a \(columns)x\(rows) grid of \(cellWidth)x\(cellHeight) thumbnails makes \(size) sheet; a sheet may be at most "
+        return
+            "a \(columns)x\(rows) grid of \(cellWidth)x\(cellHeight) thumbnails makes \(size) sheet; a sheet may be at most "
             + "\(SpriteLayout.maxSide) pixels a side and \(SpriteLayout.maxPixels) pixels in all (8192x8192)"
     }
 
@@ -43,7 +46,8 @@ public enum SpriteLayout: Sendable, Equatable {
         }
         let cellPixels = max(1, cellWidth * cellHeight)
         columns = max(1, min(columns, SpriteLayout.maxSide / max(1, cellWidth), SpriteLayout.maxPixels / cellPixels))
-        rows = max(1, min(rows, SpriteLayout.maxSide / max(1, cellHeight), SpriteLayout.maxPixels / (columns * cellPixels)))
+        rows = max(
+            1, min(rows, SpriteLayout.maxSide / max(1, cellHeight), SpriteLayout.maxPixels / (columns * cellPixels)))
         return (columns, rows)
     }
 }

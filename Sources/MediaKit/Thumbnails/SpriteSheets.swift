@@ -54,16 +54,20 @@ struct SpriteSheets {
 
     /// Draws `image` into the next cell, encoding the sheet when it is full.
     mutating func add(_ image: RGBImage) throws -> SpriteCell {
-        let grid = self.grid ?? {
-            let (columns, rows) = layout.cellsPerSheet(count: count, cellWidth: image.width, cellHeight: image.height)
-            return (columns, rows, image.width, image.height)
-        }()
+        let grid =
+            self.grid
+            ?? {
+                let (columns, rows) = layout.cellsPerSheet(
+                    count: count, cellWidth: image.width, cellHeight: image.height)
+                return (columns, rows, image.width, image.height)
+            }()
         self.grid = grid
         let sheet = try current ?? startSheet(grid)
         current = sheet
         let index = added - sheet.first
-        let cell = SpriteCell(sheet: SpriteSheets.name(sheets.count), x: index % grid.columns * grid.cellWidth,
-                              y: index / grid.columns * grid.cellHeight, width: grid.cellWidth, height: grid.cellHeight)
+        let cell = SpriteCell(
+            sheet: SpriteSheets.name(sheets.count), x: index % grid.columns * grid.cellWidth,
+            y: index / grid.columns * grid.cellHeight, width: grid.cellWidth, height: grid.cellHeight)
         try scaler.draw(image, into: sheet.frame, x: cell.x, y: cell.y, width: cell.width, height: cell.height)
         added += 1
         if added - sheet.first == sheet.cells { try finishSheet() }
@@ -86,8 +90,9 @@ struct SpriteSheets {
         let cells = min(grid.columns * grid.rows, max(1, count - added))
         let columns = uniform ? grid.columns : min(cells, grid.columns)
         let rows = uniform ? grid.rows : (cells + grid.columns - 1) / grid.columns
-        let encoder = try FrameEncoder(format: .jpg, width: columns * grid.cellWidth, height: rows * grid.cellHeight,
-                                  quality: quality)
+        let encoder = try FrameEncoder(
+            format: .jpg, width: columns * grid.cellWidth, height: rows * grid.cellHeight,
+            quality: quality)
         let frame = try encoder.makeFrame()
         try frame.fillBlack()
         return Canvas(encoder: encoder, frame: frame, first: added, cells: cells)
@@ -95,9 +100,11 @@ struct SpriteSheets {
 
     private mutating func finishSheet() throws {
         guard let sheet = current else { return }
-        current = nil // released once encoded: the next sheet starts afresh
-        sheets.append(SpriteSheet(fileName: SpriteSheets.name(sheets.count), width: sheet.encoder.width,
-                                  height: sheet.encoder.height, encoded: try sheet.encoder.encode(sheet.frame)))
+        current = nil  // released once encoded: the next sheet starts afresh
+        sheets.append(
+            SpriteSheet(
+                fileName: SpriteSheets.name(sheets.count), width: sheet.encoder.width,
+                height: sheet.encoder.height, encoded: try sheet.encoder.encode(sheet.frame)))
     }
 
     static func name(_ index: Int) -> String { index == 0 ? "sprite.jpg" : "sprite-\(index + 1).jpg" }

@@ -15,7 +15,8 @@ extension Storyboard {
         let sheets: [(file: String, bytes: Int, start: Double, end: Double)]
 
         init?(_ set: ThumbnailSet) {
-            guard let cell = set.thumbnails.first(where: { $0.sprite != nil })?.sprite, let first = set.sprites.first else { return nil }
+            guard let cell = set.thumbnails.first(where: { $0.sprite != nil })?.sprite, let first = set.sprites.first
+            else { return nil }
             (width, height) = (cell.width, cell.height)
             (columns, rows) = (max(1, first.width / cell.width), max(1, first.height / cell.height))
             let times = set.thumbnails.map(\.time)
@@ -25,7 +26,11 @@ extension Storyboard {
             for sheet in set.sprites {
                 let on = set.thumbnails.filter { $0.sprite?.sheet == sheet.fileName }.map(\.time)
                 guard let start = on.first else { continue }
-                sheets.append((sheet.fileName, sheet.encoded.count, start, max(start + 0.001, min(end, (on.last ?? start) + seconds))))
+                sheets.append(
+                    (
+                        sheet.fileName, sheet.encoded.count, start,
+                        max(start + 0.001, min(end, (on.last ?? start) + seconds))
+                    ))
             }
             self.sheets = sheets
         }
@@ -41,11 +46,15 @@ extension Storyboard {
     public static func hls(_ set: ThumbnailSet) -> String? {
         guard let tiles = Tiles(set) else { return nil }
         let longest = tiles.sheets.map { $0.end - $0.start }.max() ?? tiles.seconds
-        var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(Int(longest.rounded(.up)))",
-                     "#EXT-X-MEDIA-SEQUENCE:0", "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-IMAGES-ONLY"]
+        var lines = [
+            "#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(Int(longest.rounded(.up)))",
+            "#EXT-X-MEDIA-SEQUENCE:0", "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-IMAGES-ONLY",
+        ]
         for sheet in tiles.sheets {
-            lines.append(String(format: "#EXT-X-TILES:RESOLUTION=%dx%d,LAYOUT=%dx%d,DURATION=%.3f",
-                                tiles.width, tiles.height, tiles.columns, tiles.rows, tiles.seconds))
+            lines.append(
+                String(
+                    format: "#EXT-X-TILES:RESOLUTION=%dx%d,LAYOUT=%dx%d,DURATION=%.3f",
+                    tiles.width, tiles.height, tiles.columns, tiles.rows, tiles.seconds))
             lines.append(String(format: "#EXTINF:%.3f,", sheet.end - sheet.start))
             lines.append(sheet.file)
         }
@@ -57,7 +66,8 @@ extension Storyboard {
     /// line goes into the stream's own master.
     public static func hlsMaster(_ set: ThumbnailSet, playlist: String) -> String? {
         guard let tiles = Tiles(set) else { return nil }
-        return "#EXTM3U\n#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=\(tiles.peakBitRate),RESOLUTION=\(tiles.width)x\(tiles.height),"
+        return
+            "#EXTM3U\n#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=\(tiles.peakBitRate),RESOLUTION=\(tiles.width)x\(tiles.height),"
             + "CODECS=\"jpeg\",URI=\"\(playlist)\"\n"
     }
 

@@ -7,7 +7,9 @@ extension Thumbnailer {
     /// (the least to fetch for the size asked), a segment per thumbnail: the segment holding each
     /// time, fetched in one parallel wave (each one request), then each read as a file of its own
     /// from its start. `opened`: a source of `input` already read (its cost counts here).
-    func makeStream(_ input: String, session: MediaSession, opened: any MediaSource, progress: (Int) -> Void) throws -> ThumbnailSet {
+    func makeStream(
+        _ input: String, session: MediaSession, opened: any MediaSource, progress: (Int) -> Void
+    ) throws -> ThumbnailSet {
         var playlists = StreamPlaylists(session: session, opened: opened)
         let media: HLSMedia
         switch try playlists.load(input) {
@@ -20,13 +22,20 @@ extension Thumbnailer {
             media = try playlists.loadMedia(variant.uri)
         }
         if media.isLive && media.playlistType == nil {
-            throw MediaError.unsupportedStream(input: input, detail: "a live stream (a playlist without #EXT-X-ENDLIST, or a dynamic MPD): its segments are replaced "
-                                               + "as it plays; thumbnails need a VOD playlist")
+            throw MediaError.unsupportedStream(
+                input: input,
+                detail:
+                    "a live stream (a playlist without #EXT-X-ENDLIST, or a dynamic MPD): its segments are replaced "
+                    + "as it plays; thumbnails need a VOD playlist")
         }
-        guard !media.segments.isEmpty else { throw MediaError.malformedPlaylist(input: input, detail: "a media playlist without segments") }
+        guard !media.segments.isEmpty else {
+            throw MediaError.malformedPlaylist(input: input, detail: "a media playlist without segments")
+        }
         if media.segments.contains(where: \.encrypted) {
-            throw MediaError.unsupportedStream(input: input, detail: "its segments are encrypted "
-                                               + "(\(media.encryption.sorted().joined(separator: ", "))): mprobe does not fetch keys")
+            throw MediaError.unsupportedStream(
+                input: input,
+                detail: "its segments are encrypted "
+                    + "(\(media.encryption.sorted().joined(separator: ", "))): mprobe does not fetch keys")
         }
         let duration = media.duration
         let times = options.requestedTimes(duration: duration)
@@ -45,11 +54,15 @@ extension Thumbnailer {
         var seen = Set<String>()
         for i in needed {
             let s = media.segments[i]
-            var wanted: [(uri: String, range: Range<Int64>)] = [(s.uri, s.byteRange ?? 0..<StreamPlaylists.wholePartLimit)]
+            var wanted: [(uri: String, range: Range<Int64>)] = [
+                (s.uri, s.byteRange ?? 0..<StreamPlaylists.wholePartLimit)
+            ]
             if let map = s.initSection {
                 let start = s.byteRange?.lowerBound ?? 0
-                wanted = [(map.uri, map.byteRange ?? 0..<StreamPlaylists.wholePartLimit),
-                          (s.uri, start..<min(s.byteRange?.upperBound ?? Int64.max, start + Thumbnailer.segmentHead))]
+                wanted = [
+                    (map.uri, map.byteRange ?? 0..<StreamPlaylists.wholePartLimit),
+                    (s.uri, start..<min(s.byteRange?.upperBound ?? Int64.max, start + Thumbnailer.segmentHead)),
+                ]
             }
             for w in wanted where seen.insert("\(w.uri)#\(w.range)").inserted {
                 let source = try session.open(w.uri)
@@ -62,18 +75,22 @@ extension Thumbnailer {
         try prefetcher.fetch(pieces, cancellation: session.cancellation)
 
         var sheets: SpriteSheets?
-        var made: [Int: Thumbnail] = [:] // by the time's place in `times`
+        var made: [Int: Thumbnail] = [:]  // by the time's place in `times`
         var floor: Int64 = 0
         /// The thumbnails of segment `i` at `within` (seconds into it), onto `into`.
         func pass(_ i: Int, _ within: [Double], into: inout SpriteSheets?) throws -> Pass {
             if session.cancellation.isCancelled { throw MediaError.interrupted }
             let segment = media.segments[i]
             let span = try playlists.span([segment], input: segment.uri)
-            let opened = try StreamPlaylists.open(span, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
+            let opened = try StreamPlaylists.open(
+                span, session: session, findStreamInfo: false, fragments: .throughIndex(oneStream: true))
             let done = made.count
             // A segment opened through its index never has its key frames found from their bytes.
-            guard case .made(let result) = try thumbnails(opened, session: session, times: within, shift: segment.start,
-                                                          total: times.count, sheets: &into, progress: { progress(done + $0) }) else {
+            guard
+                case .made(let result) = try thumbnails(
+                    opened, session: session, times: within, shift: segment.start,
+                    total: times.count, sheets: &into, progress: { progress(done + $0) })
+            else {
                 throw MediaError.malformed(input: segment.uri, detail: "its key frames could not be found")
             }
             floor += result.floor
@@ -81,9 +98,10 @@ extension Thumbnailer {
         }
         /// Named and reported by the time asked for (past the end: that time, the last picture).
         func place(_ thumbnail: Thumbnail, at place: Int, replacing blank: Double? = nil) {
-            var kept = Thumbnail(time: times[place], pts: thumbnail.pts, width: thumbnail.width, height: thumbnail.height,
-                                 encoded: thumbnail.encoded, fileName: Thumbnailer.fileName(time: times[place], format: options.format),
-                                 sprite: thumbnail.sprite, skippedBlank: blank ?? thumbnail.skippedBlank)
+            var kept = Thumbnail(
+                time: times[place], pts: thumbnail.pts, width: thumbnail.width, height: thumbnail.height,
+                encoded: thumbnail.encoded, fileName: Thumbnailer.fileName(time: times[place], format: options.format),
+                sprite: thumbnail.sprite, skippedBlank: blank ?? thumbnail.skippedBlank)
             kept.blank = blank == nil && thumbnail.blank
             made[place] = kept
         }
@@ -109,7 +127,8 @@ extension Thumbnailer {
                 guard let blank = made[n], let from = chosen[n]?.segment else { continue }
                 var next = from + 1
                 while next < media.segments.count, next - from <= BlankFrames.candidates,
-                      media.segments[next].start <= blank.pts + BlankFrames.reach {
+                    media.segments[next].start <= blank.pts + BlankFrames.reach
+                {
                     var none: SpriteSheets?
                     let result = try pass(next, [0], into: &none)
                     if let picture = result.made.first, !picture.blank {
@@ -134,13 +153,16 @@ extension Thumbnailer {
         // tried: one note per picture that stayed blank instead.
         notes.removeAll { $0.contains("nearly black or flat") }
         for n in times.indices where made[n]?.blank == true {
-            notes.append(String(format: "%.3f s: the key frame is nearly black or flat, and so are the ones after it "
-                                + "within %.0f s: kept", times[n], BlankFrames.reach))
+            notes.append(
+                String(
+                    format: "%.3f s: the key frame is nearly black or flat, and so are the ones after it "
+                        + "within %.0f s: kept", times[n], BlankFrames.reach))
         }
-        notes = notes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } // said once, not per segment
+        notes = notes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }  // said once, not per segment
         try sheets?.finish()
-        var set = ThumbnailSet(input: session.shown(input), duration: duration, thumbnails: times.indices.compactMap { made[$0] },
-                               sprites: sheets?.sheets ?? [], notes: notes, floorBytes: floor, fetch: playlists.counters)
+        var set = ThumbnailSet(
+            input: session.shown(input), duration: duration, thumbnails: times.indices.compactMap { made[$0] },
+            sprites: sheets?.sheets ?? [], notes: notes, floorBytes: floor, fetch: playlists.counters)
         set.storyboards = options.storyboards
         return set
     }
@@ -155,7 +177,7 @@ extension Thumbnailer {
         let wide = byBandwidth.first { v in
             if let w = options.width { return (v.width ?? 0) >= w }
             if let h = options.height { return (v.height ?? 0) >= h }
-            return (v.width ?? 0) >= 320 // the default thumbnail width
+            return (v.width ?? 0) >= 320  // the default thumbnail width
         }
         return wide ?? variants.max { ($0.width ?? 0, $0.bandwidth) < ($1.width ?? 0, $1.bandwidth) }
     }

@@ -28,7 +28,9 @@ extension ThumbnailOptions {
         let chosen = [request.every != nil, request.count != nil, request.at != nil].filter { $0 }.count
         guard chosen <= 1 else { throw InvalidOption(["every", "count", "at"], "are exclusive: give one") }
         if let every = request.every {
-            guard every >= 0.001, every <= 1e9 else { throw InvalidOption("every", "needs 0.001 to 1000000000 seconds") }
+            guard every >= 0.001, every <= 1e9 else {
+                throw InvalidOption("every", "needs 0.001 to 1000000000 seconds")
+            }
             times = .every(every)
         }
         if let count = request.count {
@@ -39,7 +41,8 @@ extension ThumbnailOptions {
         }
         if let at = request.at {
             guard !at.isEmpty, at.count <= ThumbnailOptions.maxCount, at.allSatisfy({ $0 >= 0 && $0 <= 1e9 }) else {
-                throw InvalidOption("at", "needs 1 to \(ThumbnailOptions.maxCount) times in seconds, each 0 to 1000000000")
+                throw InvalidOption(
+                    "at", "needs 1 to \(ThumbnailOptions.maxCount) times in seconds, each 0 to 1000000000")
             }
             times = .at(at)
         }
@@ -50,7 +53,9 @@ extension ThumbnailOptions {
         height = request.height
         if let text = request.format {
             let name = text.lowercased() == "jpeg" ? "jpg" : text.lowercased()
-            guard let parsed = ImageFormat(rawValue: name) else { throw InvalidOption("format", "needs jpg, png or webp") }
+            guard let parsed = ImageFormat(rawValue: name) else {
+                throw InvalidOption("format", "needs jpg, png or webp")
+            }
             format = parsed
         }
         if let quality = request.quality {
@@ -76,15 +81,18 @@ extension ThumbnailOptions {
         storyboards = Set(formats)
         guard storyboards.contains(.hls) || storyboards.contains(.dash) else { return }
         if case .at = times {
-            throw InvalidOption("storyboard", "hls and dash place tiles every so many seconds: give --every or --count, not --at")
+            throw InvalidOption(
+                "storyboard", "hls and dash place tiles every so many seconds: give --every or --count, not --at")
         }
         let (cellWidth, cellHeight) = outputSize(displayWidth: 16, displayHeight: 9)
         let side = StoryboardFormat.streamingSheetSide
         switch sprite {
         case .grid(let columns, let rows)?:
             guard columns * cellWidth <= side, rows * cellHeight <= side else {
-                throw InvalidOption("sprite", "makes sheets of \(columns * cellWidth)x\(rows * cellHeight): hls and dash "
-                                    + "storyboards keep sheets at most \(side) pixels a side, what TV players decode")
+                throw InvalidOption(
+                    "sprite",
+                    "makes sheets of \(columns * cellWidth)x\(rows * cellHeight): hls and dash "
+                        + "storyboards keep sheets at most \(side) pixels a side, what TV players decode")
             }
         default:
             // Ten by ten tiles, or as many as fit the side.

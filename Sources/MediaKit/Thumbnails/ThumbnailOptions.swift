@@ -91,11 +91,12 @@ public struct ThumbnailOptions: Sendable {
     /// Output size for a picture displayed at `displayWidth` × `displayHeight`: even numbers, as
     /// 4:2:0 encoders want.
     func outputSize(displayWidth: Double, displayHeight: Double) -> (Int, Int) {
-        func even(_ v: Double) -> Int { max(2, Int((min(v, 8192) / 2).rounded()) * 2) } // bounded memory
+        func even(_ v: Double) -> Int { max(2, Int((min(v, 8192) / 2).rounded()) * 2) }  // bounded memory
         let aspect = displayWidth / max(displayHeight, 1)
         switch (width, height) {
         case let (w?, h?):
-            return Double(w) / Double(h) > aspect ? (even(Double(h) * aspect), even(Double(h))) : (even(Double(w)), even(Double(w) / aspect))
+            return Double(w) / Double(h) > aspect
+                ? (even(Double(h) * aspect), even(Double(h))) : (even(Double(w)), even(Double(w) / aspect))
         case let (w?, nil): return (even(Double(w)), even(Double(w) / aspect))
         case let (nil, h?): return (even(Double(h) * aspect), even(Double(h)))
         case (nil, nil): return (320, even(320 / aspect))

@@ -52,19 +52,25 @@ public struct Thumbnailer: Sendable {
 
     /// Runs on one version of the resource: if it changes while the thumbnails are made, they are
     /// made again from the new version (`MediaSession.onOneVersion`). `progress` may then count twice.
-    public func make(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void = { _ in }) throws -> ThumbnailSet {
+    public func make(
+        _ input: String, session: MediaSession, progress: @Sendable (Int) -> Void = { _ in }
+    ) throws -> ThumbnailSet {
         try session.onOneVersion { try makeOnce(input, session: session, progress: progress) }
     }
 
-    private func makeOnce(_ input: String, session: MediaSession, progress: @Sendable (Int) -> Void) throws -> ThumbnailSet {
+    private func makeOnce(
+        _ input: String, session: MediaSession, progress: @Sendable (Int) -> Void
+    ) throws -> ThumbnailSet {
         // The header alone: decoders get what they need from the codec parameters. A long fragmented
         // MP4 with an mfra: its first fragment, and the key frames from the mfra (FragmentKeyFrames).
         // A fragmented MP4 without an index: the first fragment, and the key frames found by
         // FragmentScan (decoded from their bytes); --accurate needs the frames after them too.
         let source = try session.open(input)
         var opened: OpenedInput
-        switch try OpenedInput.open(source: source, session: session, findStreamInfo: false,
-                                    fragments: options.accurate ? .throughIndex(oneStream: true) : .keyFrames) {
+        switch try OpenedInput.open(
+            source: source, session: session, findStreamInfo: false,
+            fragments: options.accurate ? .throughIndex(oneStream: true) : .keyFrames)
+        {
         case .media(let media): opened = media
         case .stream: return try makeStream(input, session: session, opened: source, progress: progress)
         }
@@ -78,16 +84,21 @@ public struct Thumbnailer: Sendable {
             // The sheets start over, and libavformat tries the frames after each key frame too.
             cost = opened.cost
             sheets = nil
-            opened = try OpenedInput.open(source: session.open(input), session: session, findStreamInfo: false, fragments: .everyChained)
-                .media()
-            guard case .made(let made) = try thumbnails(opened, session: session, sheets: &sheets, progress: progress) else {
-                throw MediaError.malformed(input: source.input, detail: "its key frames could not be found, even reading every moof")
+            opened = try OpenedInput.open(
+                source: session.open(input), session: session, findStreamInfo: false, fragments: .everyChained
+            )
+            .media()
+            guard case .made(let made) = try thumbnails(opened, session: session, sheets: &sheets, progress: progress)
+            else {
+                throw MediaError.malformed(
+                    input: source.input, detail: "its key frames could not be found, even reading every moof")
             }
             pass = made
         }
         try sheets?.finish()
-        var set = ThumbnailSet(input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
-                               notes: pass.notes, floorBytes: pass.floor, fetch: cost.adding(opened.cost))
+        var set = ThumbnailSet(
+            input: opened.source.input, duration: pass.duration, thumbnails: pass.made, sprites: sheets?.sheets ?? [],
+            notes: pass.notes, floorBytes: pass.floor, fetch: cost.adding(opened.cost))
         set.storyboards = options.storyboards
         return set
     }
@@ -111,8 +122,10 @@ public struct Thumbnailer: Sendable {
     /// The thumbnails of one opened input, at the options' times or at `given` (seconds from its
     /// start: a stream's segment), reported `shift` seconds later; pictures go on `sheets` (made
     /// here for `total` thumbnails, or as many as this input gives, when the job has none yet).
-    func thumbnails(_ opened: OpenedInput, session: MediaSession, times given: [Double]? = nil, shift: Double = 0,
-                    total: Int? = nil, sheets: inout SpriteSheets?, progress: (Int) -> Void) throws -> PassResult {
+    func thumbnails(
+        _ opened: OpenedInput, session: MediaSession, times given: [Double]? = nil, shift: Double = 0,
+        total: Int? = nil, sheets: inout SpriteSheets?, progress: (Int) -> Void
+    ) throws -> PassResult {
         let (source, context) = (opened.source, opened.context)
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
@@ -125,8 +138,9 @@ public struct Thumbnailer: Sendable {
         let firstMoof = opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0
         var fragments = opened.fragmentTimeline.flatMap { timeline in
             context.containerID(stream: video).map {
-                FragmentKeyFrames(timeline: timeline, track: UInt32(bitPattern: $0), source: source,
-                                  moofGuess: max(4 << 10, 2 * firstMoof + 16))
+                FragmentKeyFrames(
+                    timeline: timeline, track: UInt32(bitPattern: $0), source: source,
+                    moofGuess: max(4 << 10, 2 * firstMoof + 16))
             }
         }
         // A Matroska file's Cues are read on its first seek, and its Info states the duration:
@@ -141,7 +155,9 @@ public struct Thumbnailer: Sendable {
             // (Its head held to 256 KiB, as while it was opened: a 720p key frame is most of 64 KiB.)
             if matroska != nil { source.limitReadahead(to: OpenedInput.headRead) }
             defer { source.limitReadahead(to: nil) }
-            do { try context.findStreamInfo(bytes: cued ? FormatContext.firstPacketsBytes : nil) } catch { throw opened.explain(error) }
+            do { try context.findStreamInfo(bytes: cued ? FormatContext.firstPacketsBytes : nil) } catch {
+                throw opened.explain(error)
+            }
             entries = context.indexEntries(stream: video)
         } else if fragments == nil, opened.layout?.movieExtends == true, !context.knowsStartTime(stream: video) {
             // A fragmented file libavformat walked indexes decode times: how far presentation runs
@@ -150,11 +166,15 @@ public struct Thumbnailer: Sendable {
             do { try context.learnStartTime(stream: video) } catch { throw opened.explain(error) }
             entries = context.indexEntries(stream: video)
         }
-        let duration = try opened.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
-            ?? context.durationSeconds ?? context.duration(stream: video) ?? MatroskaTail.duration(of: context, source: source)
+        let duration =
+            try opened.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
+            ?? context.durationSeconds ?? context.duration(stream: video)
+            ?? MatroskaTail.duration(of: context, source: source)
         if duration == nil, given == nil, options.spreadsOverTheDuration {
-            throw MediaError.noTimeline(input: source.input, detail: "\(context.formatName) with no index and no duration here: "
-                                        + "--count and --every have nothing to spread over; give times with --at")
+            throw MediaError.noTimeline(
+                input: source.input,
+                detail: "\(context.formatName) with no index and no duration here: "
+                    + "--count and --every have nothing to spread over; give times with --at")
         }
         // Times count from the container's start; a stream's segment counts from its first key frame
         // (a fragment's times run on from the stream's start, which its container does not state).
@@ -162,7 +182,8 @@ public struct Thumbnailer: Sendable {
         // A fragmented file's index can stop short of its end (libavformat read up to its sidx, and
         // no timeline took its place): its key frames are then the first fragment's only, and the
         // frames are found by seeking instead.
-        let stopsShort = opened.layout?.movieExtends == true && fragments == nil
+        let stopsShort =
+            opened.layout?.movieExtends == true && fragments == nil
             && entries.last.map { last in duration.map { last.time < offset + $0 - 2 } ?? false } == true
         var keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
         // A file cut short (a recording whose upload stopped) lists key frames it no longer holds:
@@ -175,7 +196,8 @@ public struct Thumbnailer: Sendable {
         let times = given ?? options.requestedTimes(duration: duration ?? 0)
         if given == nil, let note = options.limitNote(duration: duration ?? 0) { notes.append(note) }
         for time in times where duration.map({ time >= $0 }) == true {
-            notes.append(String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
+            notes.append(
+                String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
         // The times as the container counts them.
         let containerTimes = times.map { offset + max(0, $0) }
@@ -183,8 +205,10 @@ public struct Thumbnailer: Sendable {
         // the key frames --skip-black may go on to are every Cue point's.
         var nextKeyFrames: [IndexEntry]?
         if keyframes.isEmpty, fragments == nil,
-           let cues = try MatroskaKeyFrames.fromCues(context, head: matroska, stream: video, source: source, times: containerTimes,
-                                                     connections: connections, cancellation: session.cancellation) {
+            let cues = try MatroskaKeyFrames.fromCues(
+                context, head: matroska, stream: video, source: source, times: containerTimes,
+                connections: connections, cancellation: session.cancellation)
+        {
             keyframes = cues.found
             nextKeyFrames = cues.points
             if let cut = cues.cut {
@@ -196,35 +220,44 @@ public struct Thumbnailer: Sendable {
         // up to each time, or land where the Cues say; the key frames are found where they are
         // instead, and given to its index.
         if keyframes.isEmpty, fragments == nil, let duration,
-           let found = try MatroskaKeyFrames.index(context, head: matroska, stream: video, source: source,
-                                                   times: times.map { offset + min(max(0, $0), duration) }, end: offset + duration,
-                                                   connections: connections, cancellation: session.cancellation) {
+            let found = try MatroskaKeyFrames.index(
+                context, head: matroska, stream: video, source: source,
+                times: times.map { offset + min(max(0, $0), duration) }, end: offset + duration,
+                connections: connections, cancellation: session.cancellation)
+        {
             keyframes = found
-            notes.append("\(context.formatName) has \(matroska?.cues == true ? "Cues that do not place its key frames" : "no Cues"): "
-                         + "each key frame was found by reading where the Clusters place its time")
+            notes.append(
+                "\(context.formatName) has \(matroska?.cues == true ? "Cues that do not place its key frames" : "no Cues"): "
+                    + "each key frame was found by reading where the Clusters place its time")
         }
         let delay = context.decodeDelay(stream: video)
-        var inFragments = try fragments?.keyFrames(at: containerTimes, delay: delay,
-                                                   connections: connections, cancellation: session.cancellation)
+        var inFragments = try fragments?.keyFrames(
+            at: containerTimes, delay: delay,
+            connections: connections, cancellation: session.cancellation)
         // A fragmented file without an index (OpenedInput's `.keyFrames`), or whose index lists
         // samples that are not sync samples: the sync samples found by FragmentScan (with the
         // fragments the index places), decoded from their bytes — libavformat's seek would land on
         // the last key frame it has read.
         var fromBytes = false
         if var scanned = fragments, let layout = opened.layout,
-           scanned.timeline.foundThrough == .tail || inFragments?.contains(where: { $0 == nil }) == true {
+            scanned.timeline.foundThrough == .tail || inFragments?.contains(where: { $0 == nil }) == true
+        {
             let known = scanned.timeline.randomAccess[scanned.track] ?? []
-            guard let points = try FragmentScan.randomAccess(at: containerTimes, delay: delay, track: scanned.track,
-                                                             timeline: scanned.timeline, layout: layout, known: known, source: source,
-                                                             connections: connections, cancellation: session.cancellation)
+            guard
+                let points = try FragmentScan.randomAccess(
+                    at: containerTimes, delay: delay, track: scanned.track,
+                    timeline: scanned.timeline, layout: layout, known: known, source: source,
+                    connections: connections, cancellation: session.cancellation)
             else { return .unplaced }
             scanned.timeline.randomAccess = [scanned.track: points]
             fragments = scanned
             fromBytes = true
-            inFragments = try scanned.keyFrames(at: containerTimes, delay: delay, connections: connections,
-                                                cancellation: session.cancellation)
+            inFragments = try scanned.keyFrames(
+                at: containerTimes, delay: delay, connections: connections,
+                cancellation: session.cancellation)
         }
-        let chosen = inFragments?.map { $0?.entry }
+        let chosen =
+            inFragments?.map { $0?.entry }
             ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
         let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
         if fromBytes, targets.contains(where: { $0.keyframe == nil }) { return .unplaced }
@@ -240,7 +273,9 @@ public struct Thumbnailer: Sendable {
             guard let key = target.keyframe else { continue }
             needed.insert(key.byteRange)
             if options.accurate {
-                for e in entries where e.time > key.time && e.time <= offset + target.time { needed.insert(e.byteRange) }
+                for e in entries where e.time > key.time && e.time <= offset + target.time {
+                    needed.insert(e.byteRange)
+                }
                 // In a fragment no index lists: the frames up to the next key frame, its whole run.
                 if let end = inFragments?.lazy.compactMap({ $0 }).first(where: { $0.entry == key })?.fragmentEnd {
                     needed.insert(key.position..<end)
@@ -248,8 +283,10 @@ public struct Thumbnailer: Sendable {
             }
         }
         var floor = needed
-        floor.formUnion(context.bytesRead) // the first request may already hold the first key frame
-        let wave = Prefetcher.merge(needed.ranges, gap: PrefetchPlanner.mergeGap).flatMap { source.missingRanges(in: $0) }
+        floor.formUnion(context.bytesRead)  // the first request may already hold the first key frame
+        let wave = Prefetcher.merge(needed.ranges, gap: PrefetchPlanner.mergeGap).flatMap {
+            source.missingRanges(in: $0)
+        }
         var prefetcher = Prefetcher()
         prefetcher.connections = connections
         try prefetcher.fetch(wave, source: source, cancellation: session.cancellation)
@@ -258,13 +295,16 @@ public struct Thumbnailer: Sendable {
         context.discardAllStreams(except: video)
         let scaler = Scaler()
         if sheets == nil, let layout = options.sprite {
-            sheets = SpriteSheets(layout: layout, count: total ?? targets.count, quality: options.quality,
-                                  uniform: options.storyboards != [.vtt])
+            sheets = SpriteSheets(
+                layout: layout, count: total ?? targets.count, quality: options.quality,
+                uniform: options.storyboards != [.vtt])
         }
         // A stream's segment starts with a key frame: from its start is where its times come from.
-        func startsTheFile(_ key: IndexEntry?, time: Double) -> Bool { given != nil || (key.map { $0 == keyframes.first } ?? (time < 1)) }
+        func startsTheFile(_ key: IndexEntry?, time: Double) -> Bool {
+            given != nil || (key.map { $0 == keyframes.first } ?? (time < 1))
+        }
         var made: [Thumbnail] = []
-        var done: [Int64: Thumbnail] = [:] // by key frame position: one decode per key frame
+        var done: [Int64: Thumbnail] = [:]  // by key frame position: one decode per key frame
         // A sheet needs the picture of a repeated key frame again: the last one is kept (times
         // mostly come in order); an earlier one is decoded again rather than keeping every picture.
         var last: (position: Int64, image: RGBImage)?
@@ -275,8 +315,10 @@ public struct Thumbnailer: Sendable {
                 let image = last?.position == key.position ? last?.image : nil
                 if sheets == nil || image != nil {
                     let cell = try image.flatMap { try sheets?.add($0) }
-                    made.append(Thumbnail(time: target.time + shift, pts: same.pts, width: same.width, height: same.height,
-                                          encoded: same.encoded, fileName: name, sprite: cell, skippedBlank: same.skippedBlank))
+                    made.append(
+                        Thumbnail(
+                            time: target.time + shift, pts: same.pts, width: same.width, height: same.height,
+                            encoded: same.encoded, fileName: name, sprite: cell, skippedBlank: same.skippedBlank))
                     progress(i + 1)
                     continue
                 }
@@ -288,13 +330,21 @@ public struct Thumbnailer: Sendable {
             defer { source.limitReadahead(to: nil) }
             let decoded: (Frame, Double)?
             do {
-                decoded = try fromBytes ? target.keyframe.flatMap { try decodeBytes(of: $0, source: source, decoder: decoder, stream: video) }
-                    : decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime,
-                                          timestamp: exact, until: options.accurate ? offset + target.time : nil)
-                    ?? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
-                                   until: nil, alone: false)
-                    ?? (startsTheFile(target.keyframe, time: target.time) ? decodeFrame(context: context, decoder: decoder, stream: video, seekTo: offset,
-                                                                      until: nil, alone: false) : nil)
+                decoded =
+                    try fromBytes
+                    ? target.keyframe.flatMap {
+                        try decodeBytes(of: $0, source: source, decoder: decoder, stream: video)
+                    }
+                    : decodeFrame(
+                        context: context, decoder: decoder, stream: video, seekTo: seekTime,
+                        timestamp: exact, until: options.accurate ? offset + target.time : nil)
+                        ?? decodeFrame(
+                            context: context, decoder: decoder, stream: video, seekTo: seekTime, timestamp: exact,
+                            until: nil, alone: false)
+                        ?? (startsTheFile(target.keyframe, time: target.time)
+                            ? decodeFrame(
+                                context: context, decoder: decoder, stream: video, seekTo: offset,
+                                until: nil, alone: false) : nil)
             } catch {
                 throw opened.explain(error, track: video, seconds: target.time)
             }
@@ -302,16 +352,22 @@ public struct Thumbnailer: Sendable {
             guard let (frame, pts) = decoded else {
                 // (From the start only for the first key frame, whose picture an edit list may
                 // discard, or a segment: elsewhere that gave the first frame for a later time.)
-                throw MediaError.malformed(input: source.input, detail: String(format: "no picture decoded at %.3f s", seekTime))
+                throw MediaError.malformed(
+                    input: source.input, detail: String(format: "no picture decoded at %.3f s", seekTime))
             }
             var (image, shown) = (try picture(frame, context: context, stream: video, scaler: scaler), pts)
             var skipped: Double?
             if options.skipBlack, BlankFrames.isBlank(image) {
                 // The next key frames the index lists, a few and not far: the first that shows something.
-                let after = (nextKeyFrames ?? keyframes).filter { $0.time > (target.keyframe?.time ?? pts) + 1e-6 && $0.time <= pts + BlankFrames.reach }
+                let after = (nextKeyFrames ?? keyframes).filter {
+                    $0.time > (target.keyframe?.time ?? pts) + 1e-6 && $0.time <= pts + BlankFrames.reach
+                }
                 for candidate in after.prefix(BlankFrames.candidates) {
-                    guard let (next, nextPTS) = try decodeFrame(context: context, decoder: decoder, stream: video, seekTo: candidate.time,
-                                                                timestamp: candidate.timestamp, until: nil) else { continue }
+                    guard
+                        let (next, nextPTS) = try decodeFrame(
+                            context: context, decoder: decoder, stream: video, seekTo: candidate.time,
+                            timestamp: candidate.timestamp, until: nil)
+                    else { continue }
                     let candidatePicture = try picture(next, context: context, stream: video, scaler: scaler)
                     if !BlankFrames.isBlank(candidatePicture) {
                         (image, shown, skipped) = (candidatePicture, nextPTS, pts - offset + shift)
@@ -319,14 +375,18 @@ public struct Thumbnailer: Sendable {
                     }
                 }
                 if skipped == nil {
-                    notes.append(String(format: "%.3f s: the key frame is nearly black or flat, and %@", target.time + shift,
-                                        after.isEmpty ? "the index lists no key frame soon after it: kept"
-                                                      : "so are the key frames after it: kept"))
+                    notes.append(
+                        String(
+                            format: "%.3f s: the key frame is nearly black or flat, and %@", target.time + shift,
+                            after.isEmpty
+                                ? "the index lists no key frame soon after it: kept"
+                                : "so are the key frames after it: kept"))
                 }
             }
             let encoded = try ImageEncoder.encode(image, as: options.format, quality: options.quality)
-            var thumbnail = Thumbnail(time: target.time + shift, pts: shown - offset + shift, width: image.width, height: image.height,
-                                      encoded: encoded, fileName: name, sprite: try sheets?.add(image), skippedBlank: skipped)
+            var thumbnail = Thumbnail(
+                time: target.time + shift, pts: shown - offset + shift, width: image.width, height: image.height,
+                encoded: encoded, fileName: name, sprite: try sheets?.add(image), skippedBlank: skipped)
             thumbnail.blank = options.skipBlack && skipped == nil && BlankFrames.isBlank(image)
             if let key = target.keyframe {
                 done[key.position] = thumbnail
@@ -340,7 +400,9 @@ public struct Thumbnailer: Sendable {
 
     /// What a job says of a file that ends inside the key frame at `time`.
     static func cutNote(_ time: Double) -> String {
-        String(format: "the file ends inside or before the key frame of %.3f s: the last whole one stands for later times", time)
+        String(
+            format: "the file ends inside or before the key frame of %.3f s: the last whole one stands for later times",
+            time)
     }
 
     static func fileName(time: Double, format: ImageFormat) -> String {
@@ -354,8 +416,10 @@ public struct Thumbnailer: Sendable {
     /// none (a pre-roll frame an edit list discards). Nil when no picture came out.
     /// `timestamp` is the key frame's index timestamp when known: seeking to it exactly avoids
     /// landing on the previous key frame through rounding.
-    private func decodeFrame(context: FormatContext, decoder: FrameDecoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
-                             until: Double?, alone: Bool = true) throws -> (Frame, Double)? {
+    private func decodeFrame(
+        context: FormatContext, decoder: FrameDecoder, stream: Int, seekTo: Double, timestamp: Int64? = nil,
+        until: Double?, alone: Bool = true
+    ) throws -> (Frame, Double)? {
         try context.seek(stream: stream, timestamp: timestamp ?? context.timestamp(seekTo, stream: stream))
         decoder.flush()
         let packet = try Packet()
@@ -377,7 +441,7 @@ public struct Thumbnailer: Sendable {
                 if let got, got >= until - 1e-6 { break }
                 if let dts = packet.dts, decoder.seconds(dts) > until + 1 { break }
             } else if alone || got != nil || packets >= 300 {
-                break // drained below
+                break  // drained below
             }
         }
         _ = try decoder.decode(nil, keep)
@@ -387,7 +451,9 @@ public struct Thumbnailer: Sendable {
 
     /// Decodes the key frame `entry` from its bytes, as one packet handed to the decoder without
     /// the demuxer: for a fragment libavformat has not read (it could not seek there).
-    private func decodeBytes(of entry: IndexEntry, source: any MediaSource, decoder: FrameDecoder, stream: Int) throws -> (Frame, Double)? {
+    private func decodeBytes(
+        of entry: IndexEntry, source: any MediaSource, decoder: FrameDecoder, stream: Int
+    ) throws -> (Frame, Double)? {
         let bytes = try source.bytes(at: entry.position, count: Int(entry.size))
         guard bytes.count == entry.size else { return nil }
         let packet = try Packet(keyFrame: bytes, stream: stream, timestamp: entry.timestamp)
@@ -408,13 +474,14 @@ public struct Thumbnailer: Sendable {
     /// The frame at the output size in display orientation: sample aspect ratio and rotation applied.
     private func picture(_ frame: Frame, context: FormatContext, stream: Int, scaler: Scaler) throws -> RGBImage {
         var aspect = frame.sampleAspectRatio ?? context.sampleAspectRatio(stream: stream) ?? 1
-        if !(1.0 / 16...16).contains(aspect) { aspect = 1 } // a damaged SAR must not make a huge picture
+        if !(1.0 / 16...16).contains(aspect) { aspect = 1 }  // a damaged SAR must not make a huge picture
         // FFmpeg's display matrix angle is counter-clockwise; players turn the picture back clockwise.
         let clockwise = context.rotation(stream: stream).map { ((Int((-$0).rounded()) % 360) + 360) % 360 } ?? 0
         let sideways = clockwise == 90 || clockwise == 270
         let displayW = Double(frame.width) * aspect, displayH = Double(frame.height)
-        let (outW, outH) = options.outputSize(displayWidth: sideways ? displayH : displayW,
-                                              displayHeight: sideways ? displayW : displayH)
+        let (outW, outH) = options.outputSize(
+            displayWidth: sideways ? displayH : displayW,
+            displayHeight: sideways ? displayW : displayH)
         let scaled = try scaler.rgb(frame, width: sideways ? outH : outW, height: sideways ? outW : outH)
         return scaled.rotated(clockwise: clockwise)
     }

@@ -20,8 +20,9 @@ struct APIError: Error {
     }
 
     var response: HTTPResponse {
-        var response = HTTPResponse(status: status, headers: [("Content-Type", "application/json")],
-                                    body: .bytes(Array((APIError.json(code: code, message: message).text + "\n").utf8)))
+        var response = HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json")],
+            body: .bytes(Array((APIError.json(code: code, message: message).text + "\n").utf8)))
         if status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
         // Every 503 is a limit that frees itself within moments.
         if status == 503 { response.headers.append(("Retry-After", "1")) }
@@ -32,10 +33,14 @@ struct APIError: Error {
         .object([("error", .object([("code", .string(code)), ("message", .string(message))]))])
     }
 
-    static func badRequest(_ message: String) -> APIError { APIError(status: 400, code: "bad_request", message: message) }
+    static func badRequest(_ message: String) -> APIError {
+        APIError(status: 400, code: "bad_request", message: message)
+    }
     static func notFound(_ message: String) -> APIError { APIError(status: 404, code: "not_found", message: message) }
     static func forbidden(_ message: String) -> APIError { APIError(status: 403, code: "forbidden", message: message) }
-    static func unavailable(_ message: String) -> APIError { APIError(status: 503, code: "unavailable", message: message) }
+    static func unavailable(_ message: String) -> APIError {
+        APIError(status: 503, code: "unavailable", message: message)
+    }
 
     /// What a library error means for a client of the API, with every URL in its message shown
     /// by `rules` (a message may be built from a URL no one showed first: a playlist's segment).
@@ -70,7 +75,9 @@ struct APIError: Error {
                 self = APIError(status: 500, code: "cache_error", message: e.description)
             }
         case let e as MediaError:
-            self = e == .interrupted ? APIError(status: 503, code: "cancelled", message: e.description)
+            self =
+                e == .interrupted
+                ? APIError(status: 503, code: "cancelled", message: e.description)
                 : APIError(status: 422, code: "not_media", message: e.description)
         case let e as FFmpegError:
             self = APIError(status: 422, code: "not_media", message: e.description)

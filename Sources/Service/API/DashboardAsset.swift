@@ -1,4 +1,3 @@
-
 /// One file of the dashboard (`GET /` and `/dashboard/NAME`). SwiftPM embeds the folder
 /// `Sources/Service/Dashboard` in the binary as bytes (`PackageResources`), so the page works
 /// wherever the binary is copied and nothing is read from disk at run time.
@@ -27,16 +26,21 @@ struct DashboardAsset {
 
     /// The page loads its own script, style, images, media and API calls and nothing else: no
     /// other origin, no inline script or style, no plugins, no framing, forms post only here.
-    static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
         + "media-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
     var response: HTTPResponse {
         // no-cache: a browser asks again (cheaply) after an upgrade instead of running an old page.
         // no-referrer: media and image URLs may carry ?token=, which must not travel in a Referer.
-        HTTPResponse(status: 200, headers: [("Content-Type", contentType),
-                                            ("Content-Security-Policy", DashboardAsset.contentSecurityPolicy),
-                                            ("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff"),
-                                            ("Referrer-Policy", "no-referrer")],
-                     body: .bytes(bytes))
+        HTTPResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", contentType),
+                ("Content-Security-Policy", DashboardAsset.contentSecurityPolicy),
+                ("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff"),
+                ("Referrer-Policy", "no-referrer"),
+            ],
+            body: .bytes(bytes))
     }
 }

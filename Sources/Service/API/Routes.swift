@@ -35,8 +35,10 @@ struct Route: Sendable {
     /// read, which a navigation alone may not cause (`RequestSite.userNavigation`).
     let fetchesOrigins: Bool
 
-    init(template: String, access: Access, label: String? = nil, fetchesOrigins: Bool = false,
-         handlers: [(method: String, handler: Handler)]) {
+    init(
+        template: String, access: Access, label: String? = nil, fetchesOrigins: Bool = false,
+        handlers: [(method: String, handler: Handler)]
+    ) {
         self.template = template
         self.access = access
         self.label = label ?? template
@@ -67,53 +69,85 @@ struct Route: Sendable {
 extension Service {
     /// Every endpoint. A path matches at most one template.
     static let routes: [Route] = [
-        Route(template: "/healthz", access: .open, handlers: [
-            ("GET", { s, _, _ in s.json(.object([("status", .string("ok"))])) }),
-            ("HEAD", { s, _, _ in s.json(.object([("status", .string("ok"))])) }),
-        ]),
+        Route(
+            template: "/healthz", access: .open,
+            handlers: [
+                ("GET", { s, _, _ in s.json(.object([("status", .string("ok"))])) }),
+                ("HEAD", { s, _, _ in s.json(.object([("status", .string("ok"))])) }),
+            ]),
         Route(template: "/", access: .open, label: "/dashboard", handlers: asset { _ in DashboardAsset(path: []) }),
-        Route(template: "/dashboard/{asset}", access: .open, label: "/dashboard",
-              handlers: asset { DashboardAsset(path: ["dashboard", $0["asset"]]) }),
+        Route(
+            template: "/dashboard/{asset}", access: .open, label: "/dashboard",
+            handlers: asset { DashboardAsset(path: ["dashboard", $0["asset"]]) }),
         Route(template: "/openapi.json", access: .open, handlers: asset { _ in DashboardAsset.openAPI }),
         Route(template: "/metrics", access: .api, handlers: [("GET", { s, _, _ in s.metricsPage() })]),
-        Route(template: "/v1/health", access: .api, handlers: [("GET", { s, _, _ in s.json(s.metrics.health(s.gauges())) })]),
-        Route(template: "/v1/probe", access: .api, fetchesOrigins: true, handlers: [("GET", { s, request, _ in try s.probe(request) })]),
-        Route(template: "/v1/stream", access: .player, fetchesOrigins: true, handlers: [
-            ("GET", { s, request, _ in try s.stream(request) }), ("HEAD", { s, request, _ in try s.stream(request) }),
-        ]),
+        Route(
+            template: "/v1/health", access: .api,
+            handlers: [("GET", { s, _, _ in s.json(s.metrics.health(s.gauges())) })]),
+        Route(
+            template: "/v1/probe", access: .api, fetchesOrigins: true,
+            handlers: [("GET", { s, request, _ in try s.probe(request) })]),
+        Route(
+            template: "/v1/stream", access: .player, fetchesOrigins: true,
+            handlers: [
+                ("GET", { s, request, _ in try s.stream(request) }),
+                ("HEAD", { s, request, _ in try s.stream(request) }),
+            ]),
         // Named as the origin's file: rewritten playlists point here, since ffmpeg's hls demuxer
         // takes a segment only by its extension.
-        Route(template: "/v1/stream/{name}", access: .player, label: "/v1/stream", fetchesOrigins: true, handlers: [
-            ("GET", { s, request, _ in try s.stream(request) }), ("HEAD", { s, request, _ in try s.stream(request) }),
-        ]),
-        Route(template: "/v1/cache", access: .api, handlers: [
-            ("GET", { s, _, _ in try s.json(CacheReport.stats(s.cache.stats(), directory: s.cache.directory)) }),
-            ("DELETE", { s, request, _ in try s.removeFromCache(request) }),
-        ]),
-        Route(template: "/v1/cache/ranges", access: .api, handlers: [("GET", { s, request, _ in try s.cacheRanges(request) })]),
-        Route(template: "/v1/cache/resources", access: .api, handlers: [
-            ("GET", { s, _, _ in try s.json(CacheReport.resources(s.cache.resources())) }),
-        ]),
-        Route(template: "/v1/jobs", access: .api, handlers: [
-            ("GET", { s, request, _ in try s.listJobs(request) }), ("POST", { s, request, _ in try s.submitJob(request) }),
-        ]),
-        Route(template: "/v1/jobs/{id}", access: .api, handlers: [
-            ("GET", { s, _, p in try s.showJob(p["id"]) }), ("DELETE", { s, _, p in try s.cancelJob(p["id"]) }),
-        ]),
-        Route(template: "/v1/jobs/{id}/files/{n}/{file}", access: .player, label: "/v1/jobs/{id}/files/{name}", handlers: jobFile()),
+        Route(
+            template: "/v1/stream/{name}", access: .player, label: "/v1/stream", fetchesOrigins: true,
+            handlers: [
+                ("GET", { s, request, _ in try s.stream(request) }),
+                ("HEAD", { s, request, _ in try s.stream(request) }),
+            ]),
+        Route(
+            template: "/v1/cache", access: .api,
+            handlers: [
+                ("GET", { s, _, _ in try s.json(CacheReport.stats(s.cache.stats(), directory: s.cache.directory)) }),
+                ("DELETE", { s, request, _ in try s.removeFromCache(request) }),
+            ]),
+        Route(
+            template: "/v1/cache/ranges", access: .api,
+            handlers: [("GET", { s, request, _ in try s.cacheRanges(request) })]),
+        Route(
+            template: "/v1/cache/resources", access: .api,
+            handlers: [
+                ("GET", { s, _, _ in try s.json(CacheReport.resources(s.cache.resources())) })
+            ]),
+        Route(
+            template: "/v1/jobs", access: .api,
+            handlers: [
+                ("GET", { s, request, _ in try s.listJobs(request) }),
+                ("POST", { s, request, _ in try s.submitJob(request) }),
+            ]),
+        Route(
+            template: "/v1/jobs/{id}", access: .api,
+            handlers: [
+                ("GET", { s, _, p in try s.showJob(p["id"]) }), ("DELETE", { s, _, p in try s.cancelJob(p["id"]) }),
+            ]),
+        Route(
+            template: "/v1/jobs/{id}/files/{n}/{file}", access: .player, label: "/v1/jobs/{id}/files/{name}",
+            handlers: jobFile()),
     ]
 
     /// GET and HEAD of an embedded file; a name that is not one is 404.
-    private static func asset(_ pick: @escaping @Sendable (Route.Parameters) -> DashboardAsset?) -> [(method: String, handler: Route.Handler)] {
+    private static func asset(
+        _ pick: @escaping @Sendable (Route.Parameters) -> DashboardAsset?
+    ) -> [(method: String, handler: Route.Handler)] {
         let handler: Route.Handler = { _, request, parameters in
-            guard let asset = pick(parameters) else { throw APIError.notFound("no such endpoint: \(request.method) \(request.path)") }
+            guard let asset = pick(parameters) else {
+                throw APIError.notFound("no such endpoint: \(request.method) \(request.path)")
+            }
             return asset.response
         }
         return [("GET", handler), ("HEAD", handler)]
     }
 
     private static func jobFile() -> [(method: String, handler: Route.Handler)] {
-        let handler: Route.Handler = { s, request, p in try s.jobFile(id: p["id"], name: [p["n"], p["file"]], request: request) }
+        let handler: Route.Handler = { s, request, p in
+            try s.jobFile(id: p["id"], name: [p["n"], p["file"]], request: request)
+        }
         return [("GET", handler), ("HEAD", handler)]
     }
 

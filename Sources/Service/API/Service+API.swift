@@ -16,10 +16,14 @@ extension Service {
     /// An HLS playlist: the object `mprobe probe --json` prints for it, `&variants=` as `--variants`.
     func probe(_ request: HTTPRequest) throws -> HTTPResponse {
         let output = request.query["of"] ?? "mprobe"
-        guard output == "mprobe" || output == "ffprobe" else { throw APIError.badRequest("of must be mprobe or ffprobe") }
+        guard output == "mprobe" || output == "ffprobe" else {
+            throw APIError.badRequest("of must be mprobe or ffprobe")
+        }
         var streams = StreamProber()
         if let text = request.query["variants"] {
-            guard let choice = VariantChoice(text) else { throw APIError.badRequest("variants must be all, best or a count") }
+            guard let choice = VariantChoice(text) else {
+                throw APIError.badRequest("variants must be all, best or a count")
+            }
             streams.variants = choice
         }
         let url = try originURL(request)
@@ -37,7 +41,8 @@ extension Service {
     private func opening(_ request: HTTPRequest, _ body: (MediaSession) throws -> HTTPResponse) throws -> HTTPResponse {
         guard probes.add(1, ordering: .relaxed).newValue <= config.limits.maxConcurrentProbes else {
             probes.subtract(1, ordering: .relaxed)
-            throw APIError.unavailable("\(config.limits.maxConcurrentProbes) probes are running already; try again shortly")
+            throw APIError.unavailable(
+                "\(config.limits.maxConcurrentProbes) probes are running already; try again shortly")
         }
         defer { probes.subtract(1, ordering: .relaxed) }
         let stopping = self.stopping
@@ -48,23 +53,30 @@ extension Service {
 
     /// `GET /v1/cache/ranges?url=`: the object `mprobe cache ranges --json` prints.
     func cacheRanges(_ request: HTTPRequest) throws -> HTTPResponse {
-        guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
+        guard let url = request.query["url"], !url.isEmpty else {
+            throw APIError.badRequest("the url parameter is missing")
+        }
         let resource = try cache.resource(for: url)
-        guard resource != nil else { return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: nil, media: nil)) }
+        guard resource != nil else {
+            return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: nil, media: nil))
+        }
         return try opening(request) { _ in
             // Buffered times and the moov need the cached header; without it they are unknown (null), not an error.
             let offline = MediaSession(cache: cache, offline: true)
             let media = try? BufferedRanges.cachedMedia(url, session: offline)
             let stream = media == nil ? StreamBuffer.cached(url, session: offline) : nil
-            return json(CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, media: media, stream: stream))
+            return json(
+                CacheReport.ranges(url: cache.urlRules.shown(url), resource: resource, media: media, stream: stream))
         }
     }
 
     /// `DELETE /v1/cache?url=`.
     func removeFromCache(_ request: HTTPRequest) throws -> HTTPResponse {
-        guard let url = request.query["url"], !url.isEmpty else { throw APIError.badRequest("the url parameter is missing") }
+        guard let url = request.query["url"], !url.isEmpty else {
+            throw APIError.badRequest("the url parameter is missing")
+        }
         let removed = try cache.remove(url: url)
-        session.forget(url) // the proxy's open entry must not go on serving the bytes just removed
+        session.forget(url)  // the proxy's open entry must not go on serving the bytes just removed
         return json(.object([("url", .string(cache.urlRules.shown(url))), ("removed", .bool(removed))]))
     }
 
@@ -73,7 +85,9 @@ extension Service {
     /// `POST /v1/jobs`: 202 with the queued job.
     func submitJob(_ request: HTTPRequest) throws -> HTTPResponse {
         guard request.body.count <= config.limits.maxJobRequestBytes else {
-            throw APIError(status: 413, code: "too_large", message: "a job's body may be at most \(config.limits.maxJobRequestBytes) bytes")
+            throw APIError(
+                status: 413, code: "too_large",
+                message: "a job's body may be at most \(config.limits.maxJobRequestBytes) bytes")
         }
         let spec = try JobSpec(body: request.body, limits: config.limits)
         for url in spec.urls { try checkOrigin(url) }
@@ -88,8 +102,9 @@ extension Service {
         let id = UUID().uuidString.lowercased()
         let body = try RequestObject(request.body)
         let shown = try body.mappingURLs { cache.urlRules.shown($0) }
-        let job = JobRecord(id: id, type: spec.type, spec: shown, state: .queued, progress: progress, result: nil,
-                            errorCode: nil, errorMessage: nil, created: Date(), started: nil, finished: nil)
+        let job = JobRecord(
+            id: id, type: spec.type, spec: shown, state: .queued, progress: progress, result: nil,
+            errorCode: nil, errorMessage: nil, created: Date(), started: nil, finished: nil)
         if shown != (try body.mappingURLs { $0 }) { runner.remember(id, request: request.body) }
         try store.insert(job)
         runner.jobQueued()
@@ -104,7 +119,8 @@ extension Service {
         var state: JobState?
         if let text = request.query["state"] {
             guard let parsed = JobState(rawValue: text) else {
-                throw APIError.badRequest("state must be one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw APIError.badRequest(
+                    "state must be one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             state = parsed
         }
@@ -125,7 +141,7 @@ extension Service {
             let shown = job.json
             let size = shown.text.utf8.count
             if page.count == limit || (!page.isEmpty && bytes + size > config.limits.maxListingBytes) {
-                next = "j\(lastSeq)" // the page holds a job: limit is at least 1
+                next = "j\(lastSeq)"  // the page holds a job: limit is at least 1
                 break
             }
             page.append(shown)
@@ -151,10 +167,14 @@ extension Service {
             runner.cancelRunning(id: id)
             // The worker records the end; answer with what is known now.
             let deadline = Date().addingTimeInterval(2)
-            while Date() < deadline, let now = try store.job(id: id), !now.state.isFinal { Thread.sleep(forTimeInterval: 0.02) }
+            while Date() < deadline, let now = try store.job(id: id), !now.state.isFinal {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
             return try showJob(id)
         }
-        throw APIError(status: 409, code: "finished", message: "job \(id) has already \(job.state.rawValue == "done" ? "finished" : job.state.rawValue)")
+        throw APIError(
+            status: 409, code: "finished",
+            message: "job \(id) has already \(job.state.rawValue == "done" ? "finished" : job.state.rawValue)")
     }
 
     /// `GET /v1/jobs/{id}/files/{n}/{name}`: a thumbnail job's images, sprites, VTT and manifest,
@@ -163,7 +183,8 @@ extension Service {
     func jobFile(id: String, name: [String], request: HTTPRequest) throws -> HTTPResponse {
         let safe = name.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".") && !$0.contains("/") }
         guard safe, !id.contains("."), try store.job(id: id) != nil,
-              var bytes = JobFiles.read(root: runner.filesDirectory, [id] + name) else {
+            var bytes = JobFiles.read(root: runner.filesDirectory, [id] + name)
+        else {
             throw APIError.notFound("no file \(name.joined(separator: "/")) in job \(id)")
         }
         let file = name.last ?? ""
@@ -172,10 +193,14 @@ extension Service {
             bytes = Array(Service.withToken(vtt: text, token: token).utf8)
         }
         // Served in the dashboard's origin: never sniffed, never able to run anything there.
-        return HTTPResponse(status: 200, headers: [("Content-Type", Service.mediaType(of: file)), ("Cache-Control", "no-cache"),
-                                                   ("X-Content-Type-Options", "nosniff"),
-                                                   ("Content-Security-Policy", "sandbox; default-src 'none'")],
-                            body: .bytes(bytes))
+        return HTTPResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", Service.mediaType(of: file)), ("Cache-Control", "no-cache"),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Content-Security-Policy", "sandbox; default-src 'none'"),
+            ],
+            body: .bytes(bytes))
     }
 
     /// Adds `?token=` to each cue's image reference (`sprite.jpg#xywh=...` → `sprite.jpg?token=T#xywh=...`).

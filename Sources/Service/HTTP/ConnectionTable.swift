@@ -71,9 +71,10 @@ final class ConnectionTable: Sendable {
             } else if s.served >= limits.total {
                 refusal = (503, "the service holds \(limits.total) connections already; try again shortly")
             }
-            s.entries[connection] = Entry(fd: fd, client: client,
-                                          waitingSince: refusal == nil ? ProcessInfo.processInfo.systemUptime : nil,
-                                          refused: refusal != nil)
+            s.entries[connection] = Entry(
+                fd: fd, client: client,
+                waitingSince: refusal == nil ? ProcessInfo.processInfo.systemUptime : nil,
+                refused: refusal != nil)
             if refusal == nil {
                 s.perClient[client] = count + 1
                 s.served += 1
@@ -136,7 +137,8 @@ final class ConnectionTable: Sendable {
                 let now = ProcessInfo.processInfo.systemUptime
                 for (key, entry) in s.entries {
                     guard let since = entry.waitingSince,
-                          now - since > (entry.waitingForBody ? limits.bodyTimeout : limits.headerTimeout) else { continue }
+                        now - since > (entry.waitingForBody ? limits.bodyTimeout : limits.headerTimeout)
+                    else { continue }
                     _ = shutdown(entry.fd, Int32(SHUT_RDWR))
                     s.entries[key]?.waitingSince = nil
                 }
@@ -151,9 +153,11 @@ final class ConnectionTable: Sendable {
     /// and each holds a place under libmicrohttpd's own limit until then). What does not fit in
     /// the socket's buffer at once is dropped (it always fits).
     private static func answer(_ fd: Int32, status: Int, message: String) {
-        let body = "{\"error\": {\"code\": \"\(status == 429 ? "too_many_connections" : "unavailable")\", \"message\": \"\(message)\"}}\n"
+        let body =
+            "{\"error\": {\"code\": \"\(status == 429 ? "too_many_connections" : "unavailable")\", \"message\": \"\(message)\"}}\n"
         let reason = status == 429 ? "Too Many Requests" : "Service Unavailable"
-        let text = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+        let text =
+            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
             + "Retry-After: 1\r\nConnection: close\r\n\r\n" + body
         _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         _ = shutdown(fd, Int32(SHUT_RDWR))

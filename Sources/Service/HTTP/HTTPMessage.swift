@@ -15,8 +15,10 @@ public struct HTTPRequest: Sendable {
     /// True once the client has closed its side: work for it (a fetch it waits on) can stop.
     public let clientGone: @Sendable () -> Bool
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                body: [UInt8] = [], peer: String = "", clientGone: @escaping @Sendable () -> Bool = { false }) {
+    public init(
+        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        body: [UInt8] = [], peer: String = "", clientGone: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.method = method
         self.path = path
         self.query = query
@@ -53,7 +55,9 @@ public struct HTTPResponse: Sendable {
         self.body = body
     }
 
-    public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+    public static func text(
+        _ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8"
+    ) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(text.utf8)))
     }
 }

@@ -42,33 +42,42 @@ public final class HTTPServer: Sendable {
     private let core: ServerCore
 
     static func tooLarge(_ limit: Int) -> HTTPResponse {
-        HTTPResponse.text(413, #"{"error": {"code": "too_large", "message": "the request body is larger than \#(limit) bytes"}}"# + "\n",
-                          contentType: "application/json")
+        HTTPResponse.text(
+            413,
+            #"{"error": {"code": "too_large", "message": "the request body is larger than \#(limit) bytes"}}"# + "\n",
+            contentType: "application/json")
     }
 
     /// Binds `host:port` (port 0 picks a free one) and starts serving.
-    public init(host: String, port: Int, limits: Limits = Limits(),
-                handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-                completed: @escaping @Sendable (Completed) -> Void = { _ in }) throws {
+    public init(
+        host: String, port: Int, limits: Limits = Limits(),
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+        completed: @escaping @Sendable (Completed) -> Void = { _ in }
+    ) throws {
         let address = try SocketAddress(host: host, port: port)
-        let connections = ConnectionTable(limits: ConnectionTable.Limits(
-            total: limits.maxConnections, perClient: limits.maxConnectionsPerClient, headerTimeout: limits.headerTimeout,
-            bodyTimeout: limits.bodyTimeout))
+        let connections = ConnectionTable(
+            limits: ConnectionTable.Limits(
+                total: limits.maxConnections, perClient: limits.maxConnectionsPerClient,
+                headerTimeout: limits.headerTimeout,
+                bodyTimeout: limits.bodyTimeout))
         let core = ServerCore(handler: handler, completed: completed, maxBody: limits.maxBody, connections: connections)
         let opaque = Unmanaged.passUnretained(core).toOpaque()
         // poll(), not select(): descriptors past 1024 are normal in a process holding thousands.
-        var flags = UInt32(MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
-                           | MHD_USE_ITC.rawValue | MHD_USE_POLL.rawValue)
+        var flags = UInt32(
+            MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+                | MHD_USE_ITC.rawValue | MHD_USE_POLL.rawValue)
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
         // Twice the limit for libmicrohttpd, so that a connection past ours is still accepted and
         // answered (429/503, then shut down at once) instead of closed unanswered.
         let started = address.withSockaddr { sockaddr in
-            mp_mhd_start(flags, sockaddr, UInt32(2 * limits.maxConnections), UInt32(limits.idleTimeout),
-                         serverAccessHandler, opaque, serverCompletedCallback, opaque, serverNotifyConnection, opaque)
+            mp_mhd_start(
+                flags, sockaddr, UInt32(2 * limits.maxConnections), UInt32(limits.idleTimeout),
+                serverAccessHandler, opaque, serverCompletedCallback, opaque, serverNotifyConnection, opaque)
         }
         guard let started else {
             connections.stop()
-            throw ServiceError.listen(address: "\(host):\(port)", reason: "libmicrohttpd could not bind or start (address in use?)")
+            throw ServiceError.listen(
+                address: "\(host):\(port)", reason: "libmicrohttpd could not bind or start (address in use?)")
         }
         daemon = DaemonHandle(started)
         self.core = core
@@ -104,7 +113,7 @@ private final class DaemonHandle: @unchecked Sendable {
             guard let daemon, !quiesced else { return }
             quiesced = true
             let socket = MHD_quiesce_daemon(daemon)
-            if socket >= 0 { close(socket) } // the listening socket is ours once quiesced
+            if socket >= 0 { close(socket) }  // the listening socket is ours once quiesced
         }
     }
 
@@ -126,8 +135,10 @@ private final class ServerCore: Sendable {
     let maxBody: Int
     let connections: ConnectionTable
 
-    init(handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-         completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int, connections: ConnectionTable) {
+    init(
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+        completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int, connections: ConnectionTable
+    ) {
         self.handler = handler
         self.completed = completed
         self.maxBody = maxBody
@@ -157,7 +168,8 @@ private final class StreamBox: @unchecked Sendable {
     init(_ stream: HTTPBodyStream) { self.stream = stream }
 }
 
-private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, reqCls in
+private let serverAccessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadSize, reqCls in
     guard let cls, let connection, let reqCls, let uploadSize else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     guard let existing = reqCls.pointee else {
@@ -196,10 +208,11 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
     // Asked while the handler or the response's body waits on an origin. The socket stays this
     // connection's until the response ends, and a closed one reads as gone.
     let fd = mp_mhd_connection_fd(connection)
-    let request = HTTPRequest(method: context.method, path: context.path, query: context.query,
-                              headers: connectionValues(connection, mp_mhd_header_kind(), lowercased: true),
-                              body: context.body, peer: peerAddress(connection),
-                              clientGone: { mp_socket_peer_closed(fd) != 0 })
+    let request = HTTPRequest(
+        method: context.method, path: context.path, query: context.query,
+        headers: connectionValues(connection, mp_mhd_header_kind(), lowercased: true),
+        body: context.body, peer: peerAddress(connection),
+        clientGone: { mp_socket_peer_closed(fd) != 0 })
     let response = context.bodyTooLarge ? HTTPServer.tooLarge(core.maxBody) : core.handler(request)
     context.status = response.status
     return queue(response, on: connection, context: context)
@@ -212,9 +225,11 @@ private let serverCompletedCallback: MHD_RequestCompletedCallback = { cls, conne
     if let connection { core.connections.requestEnded(UInt(bitPattern: connection)) }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeRetainedValue()
     let bytes = context.stream?.sent.load(ordering: .relaxed) ?? context.bytesSent
-    core.completed(HTTPServer.Completed(method: context.method, path: context.path, query: context.query,
-                                        status: context.status, bodyBytes: bytes,
-                                        seconds: ProcessInfo.processInfo.systemUptime - context.started))
+    core.completed(
+        HTTPServer.Completed(
+            method: context.method, path: context.path, query: context.query,
+            status: context.status, bodyBytes: bytes,
+            seconds: ProcessInfo.processInfo.systemUptime - context.started))
 }
 
 /// A connection opened or closed: the table counts it by client and times its headers.
@@ -222,7 +237,8 @@ private let serverNotifyConnection: MHD_NotifyConnectionCallback = { cls, connec
     guard let cls, let connection else { return }
     let table = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().connections
     if mp_mhd_notify_started(code) != 0 {
-        table.opened(UInt(bitPattern: connection), fd: mp_mhd_connection_fd(connection), client: peerAddress(connection))
+        table.opened(
+            UInt(bitPattern: connection), fd: mp_mhd_connection_fd(connection), client: peerAddress(connection))
     } else {
         table.closed(UInt(bitPattern: connection))
     }
@@ -235,15 +251,17 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, conte
     switch response.body {
     case .bytes(let bytes):
         made = bytes.withUnsafeBytes { raw in
-            MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress),
-                                            mp_mhd_respmem_copy())
+            MHD_create_response_from_buffer(
+                raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress),
+                mp_mhd_respmem_copy())
         }
         context.bytesSent = context.method == "HEAD" ? 0 : Int64(bytes.count)
     case .stream(let length, let stream):
         let box = StreamBox(stream)
         context.stream = box
-        made = MHD_create_response_from_callback(length.map { UInt64($0) } ?? mp_mhd_size_unknown(), 256 << 10,
-                                                 streamReader, Unmanaged.passRetained(box).toOpaque(), streamFree)
+        made = MHD_create_response_from_callback(
+            length.map { UInt64($0) } ?? mp_mhd_size_unknown(), 256 << 10,
+            streamReader, Unmanaged.passRetained(box).toOpaque(), streamFree)
         if made == nil { stream.close() }
     }
     guard let made else { return .NO }
@@ -272,25 +290,30 @@ private let streamFree: MHD_ContentReaderFreeCallback = { cls in
 }
 
 /// Headers or query arguments of a connection, decoded by libmicrohttpd.
-private func connectionValues(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+private func connectionValues(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String]
+{
     final class Collector { var values: [String: String] = [:]; var lowercased = false }
     let collector = Collector()
     collector.lowercased = lowercased
-    _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
-        guard let cls, let key else { return .YES }
-        let collector = Unmanaged<Collector>.fromOpaque(cls).takeUnretainedValue()
-        var name = String(cString: key)
-        if collector.lowercased { name = name.lowercased() }
-        if collector.values[name] == nil { collector.values[name] = value.map { String(cString: $0) } ?? "" }
-        return .YES
-    }, Unmanaged.passUnretained(collector).toOpaque())
+    _ = MHD_get_connection_values(
+        connection, kind,
+        { cls, _, key, value in
+            guard let cls, let key else { return .YES }
+            let collector = Unmanaged<Collector>.fromOpaque(cls).takeUnretainedValue()
+            var name = String(cString: key)
+            if collector.lowercased { name = name.lowercased() }
+            if collector.values[name] == nil { collector.values[name] = value.map { String(cString: $0) } ?? "" }
+            return .YES
+        }, Unmanaged.passUnretained(collector).toOpaque())
     return withExtendedLifetime(collector) { collector.values }
 }
 
 private func peerAddress(_ connection: OpaquePointer) -> String {
     guard let address = mp_mhd_client_address(connection) else { return "" }
     var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-    let length = socklen_t(address.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+    let length = socklen_t(
+        address.pointee.sa_family == sa_family_t(AF_INET6)
+            ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
     guard getnameinfo(address, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { return "" }
     return String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

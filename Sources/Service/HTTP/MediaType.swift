@@ -14,7 +14,8 @@ struct MediaType: Equatable, CustomStringConvertible {
         let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false)
         let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
         guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(token.contains) }),
-              text.unicodeScalars.allSatisfy({ ($0.value >= 0x20 && $0.value < 0x7F) || $0 == "\t" }) else { return nil }
+            text.unicodeScalars.allSatisfy({ ($0.value >= 0x20 && $0.value < 0x7F) || $0 == "\t" })
+        else { return nil }
         type = String(parts[0])
         subtype = String(parts[1])
     }

@@ -27,7 +27,8 @@ enum JobFiles {
         defer { close(opened) }
         var info = stat()
         // One name only: a hard link made in the folder to a file elsewhere is not served either.
-        guard fstat(opened, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size <= maxBytes else { return nil }
+        guard fstat(opened, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size <= maxBytes
+        else { return nil }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var done = 0
         while done < bytes.count {

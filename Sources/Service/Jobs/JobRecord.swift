@@ -44,11 +44,17 @@ public struct JobRecord: Sendable {
     /// "request"}`, times in ISO 8601; `request` is the body the job was submitted with.
     var json: JSON {
         let result: JSON = self.result.map { .verbatim($0) } ?? .null
-        let error: JSON = errorCode.map { .object([("code", .string($0)), ("message", .string(errorMessage ?? ""))]) } ?? .null
+        let error: JSON =
+            errorCode.map { .object([("code", .string($0)), ("message", .string(errorMessage ?? ""))]) } ?? .null
         return .object([
             ("id", .string(id)), ("type", .string(type.rawValue)), ("state", .string(state.rawValue)),
-            ("progress", .object([("bytes", .int(progress.bytes)), ("total_bytes", .int(progress.totalBytes)),
-                                  ("items_done", .int(progress.itemsDone)), ("items", .int(progress.items))])),
+            (
+                "progress",
+                .object([
+                    ("bytes", .int(progress.bytes)), ("total_bytes", .int(progress.totalBytes)),
+                    ("items_done", .int(progress.itemsDone)), ("items", .int(progress.items)),
+                ])
+            ),
             ("result", result), ("error", error),
             ("created", .string(JobRecord.iso(created))),
             ("started", started.map { .string(JobRecord.iso($0)) } ?? .null),

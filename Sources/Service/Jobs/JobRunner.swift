@@ -35,8 +35,10 @@ final class JobRunner: Sendable {
     /// Wakes idle workers when a job is queued or the runner stops.
     private let queue = QueueSignal()
 
-    init(store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String,
-         limits: ServiceLimits) {
+    init(
+        store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String,
+        limits: ServiceLimits
+    ) {
         self.store = store
         self.limits = limits
         self.session = session
@@ -95,7 +97,7 @@ final class JobRunner: Sendable {
             do {
                 claimed = try store.claimNext()
             } catch {
-                queue.wait(whileCountIs: seen, atMost: 1) // the store is busy or failing: look again soon
+                queue.wait(whileCountIs: seen, atMost: 1)  // the store is busy or failing: look again soon
                 continue
             }
             guard let job = claimed else {
@@ -119,15 +121,19 @@ final class JobRunner: Sendable {
             let request = state.withLock { $0.requests.removeValue(forKey: job.id) }
             let spec = try JobSpec(body: request ?? Array(job.spec.utf8), limits: ServiceLimits())
             if request == nil, spec.urls.contains(where: { $0.contains("=***") || $0.contains("***@") }) {
-                throw APIError(status: 409, code: "credentials_lost",
-                               message: "the service restarted and did not keep this job's signed URLs; submit it again")
+                throw APIError(
+                    status: 409, code: "credentials_lost",
+                    message: "the service restarted and did not keep this job's signed URLs; submit it again")
             }
             let progress = ProgressKeeper(id: job.id, store: store, items: spec.urls.count)
             let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
             progress.save()
             if result.text.utf8.count > limits.maxJobResultBytes {
-                throw APIError(status: 500, code: "result_too_large", message:
-                    "the job's result is \(result.text.utf8.count) bytes, more than the \(limits.maxJobResultBytes) a job may keep")
+                throw APIError(
+                    status: 500, code: "result_too_large",
+                    message:
+                        "the job's result is \(result.text.utf8.count) bytes, more than the \(limits.maxJobResultBytes) a job may keep"
+                )
             }
             if failures.count == spec.urls.count, let first = failures.first {
                 outcome = (.failed, result.text, first.code, first.message)
@@ -143,8 +149,9 @@ final class JobRunner: Sendable {
             outcome = stopping ? (.queued, nil, nil, nil) : (.cancelled, nil, "cancelled", "the job was cancelled")
         }
         if outcome.state.isFinal { metrics.countJob(seconds: Date().timeIntervalSince(started)) }
-        try? store.finish(id: job.id, state: outcome.state, result: outcome.result, errorCode: outcome.code,
-                          errorMessage: outcome.message)
+        try? store.finish(
+            id: job.id, state: outcome.state, result: outcome.result, errorCode: outcome.code,
+            errorMessage: outcome.message)
         removeOldJobs()
     }
 
@@ -152,7 +159,8 @@ final class JobRunner: Sendable {
     /// with their files. Failing to remove them costs only space, so errors are not fatal.
     private func removeOldJobs() {
         let cutoff = Date().addingTimeInterval(-limits.keptJobSeconds)
-        guard let removed = try? store.removeFinished(keepingNewest: limits.keptFinishedJobs, finishedBefore: cutoff) else { return }
+        guard let removed = try? store.removeFinished(keepingNewest: limits.keptFinishedJobs, finishedBefore: cutoff)
+        else { return }
         // Ids are the service's own UUIDs; anything else is never turned into a path.
         for id in removed where !id.isEmpty && id.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
             try? FileManager.default.removeItem(atPath: filesDirectory + "/" + id)
@@ -160,8 +168,10 @@ final class JobRunner: Sendable {
     }
 
     /// Runs every URL of the job; returns the result object and the failures (one per failed URL).
-    private func execute(_ spec: JobSpec, job: JobRecord, token: Cancellation,
-                         progress: ProgressKeeper) throws -> (JSON, [APIError]) {
+    private func execute(
+        _ spec: JobSpec, job: JobRecord, token: Cancellation,
+        progress: ProgressKeeper
+    ) throws -> (JSON, [APIError]) {
         let jobSession = session.job(cancellation: token)
         // A job run again (after a restart) makes its files afresh: nothing of the run before stays.
         if case .thumbnails = spec { try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job.id) }
@@ -175,17 +185,25 @@ final class JobRunner: Sendable {
                 case .prefetch(_, let window, let stream):
                     var prefetch = PrefetchJob()
                     prefetch.prefetcher.connections = 4
-                    let outcome = try prefetch.run(url, session: jobSession, start: window.start, seconds: window.seconds,
-                                                   tracks: window.tracks, stream: stream) { fetched, total in
+                    let outcome = try prefetch.run(
+                        url, session: jobSession, start: window.start, seconds: window.seconds,
+                        tracks: window.tracks, stream: stream
+                    ) { fetched, total in
                         progress.item(i, bytes: fetched, total: total)
                     }
                     switch outcome {
                     case .file(let result):
-                        items.append(.object([("url", .string(result.plan.input)), ("ok", .bool(true)),
-                                              ("prefetch", PrefetchReport.json(result, planOnly: false))]))
+                        items.append(
+                            .object([
+                                ("url", .string(result.plan.input)), ("ok", .bool(true)),
+                                ("prefetch", PrefetchReport.json(result, planOnly: false)),
+                            ]))
                     case .stream(let result):
-                        items.append(.object([("url", .string(result.input)), ("ok", .bool(true)),
-                                              ("prefetch", StreamPrefetchReport.json(result))]))
+                        items.append(
+                            .object([
+                                ("url", .string(result.input)), ("ok", .bool(true)),
+                                ("prefetch", StreamPrefetchReport.json(result)),
+                            ]))
                     }
                 case .thumbnails(_, let options):
                     var thumbnailer = Thumbnailer()
@@ -201,8 +219,11 @@ final class JobRunner: Sendable {
             } catch {
                 let failure = APIError(error, rules: session.fetcher.options.urlRules)
                 failures.append(failure)
-                items.append(.object([("url", .string(session.fetcher.options.urlRules.shown(url))), ("ok", .bool(false)),
-                                      ("error", APIError.json(code: failure.code, message: failure.message))]))
+                items.append(
+                    .object([
+                        ("url", .string(session.fetcher.options.urlRules.shown(url))), ("ok", .bool(false)),
+                        ("error", APIError.json(code: failure.code, message: failure.message)),
+                    ]))
             }
             progress.itemDone(i)
         }
@@ -262,7 +283,7 @@ private final class ProgressKeeper: Sendable {
 /// job queued between its look and its wait is not left for a timeout to find.
 private final class QueueSignal: @unchecked Sendable {
     private let condition = NSCondition()
-    private var posted = 0 // guarded by condition
+    private var posted = 0  // guarded by condition
 
     var count: Int { condition.withLock { posted } }
 

@@ -21,9 +21,13 @@ enum JobSpec: Sendable {
         }
     }
 
-    static let prefetchKeys: Set<String> = ["type", "url", "urls", "start", "seconds", "tracks", "variant", "first_segment"]
-    static let thumbnailKeys: Set<String> = ["type", "url", "urls", "every", "count", "at", "width", "height",
-                                             "format", "quality", "sprite", "accurate", "storyboard", "skip_black"]
+    static let prefetchKeys: Set<String> = [
+        "type", "url", "urls", "start", "seconds", "tracks", "variant", "first_segment",
+    ]
+    static let thumbnailKeys: Set<String> = [
+        "type", "url", "urls", "every", "count", "at", "width", "height",
+        "format", "quality", "sprite", "accurate", "storyboard", "skip_black",
+    ]
 
     /// Parses a `POST /v1/jobs` body; every problem is a 400 naming the member.
     init(body: [UInt8], limits: ServiceLimits) throws {
@@ -39,11 +43,14 @@ enum JobSpec: Sendable {
         urls += try object.strings("urls") ?? []
         guard !urls.isEmpty else { throw APIError.badRequest("a job needs \"url\": a URL or an array of URLs") }
         if let long = urls.first(where: { $0.utf8.count > limits.maxURLLength }) {
-            throw APIError(status: 414, code: "url_too_long", message:
-                "a URL of the job is \(long.utf8.count) bytes, longer than \(limits.maxURLLength)")
+            throw APIError(
+                status: 414, code: "url_too_long",
+                message:
+                    "a URL of the job is \(long.utf8.count) bytes, longer than \(limits.maxURLLength)")
         }
         guard urls.count <= limits.maxItemsPerJob else {
-            throw APIError.badRequest("a job may hold at most \(limits.maxItemsPerJob) URLs; this one has \(urls.count)")
+            throw APIError.badRequest(
+                "a job may hold at most \(limits.maxItemsPerJob) URLs; this one has \(urls.count)")
         }
         do {
             switch type {
@@ -51,13 +58,17 @@ enum JobSpec: Sendable {
                 var stream = StreamPrefetchJob()
                 if let text = try object.string("variant") {
                     guard let pick = VariantPick(text) else {
-                        throw APIError.badRequest("\"variant\" must be \"best\", \"worst\" or a bandwidth, got \"\(text)\"")
+                        throw APIError.badRequest(
+                            "\"variant\" must be \"best\", \"worst\" or a bandwidth, got \"\(text)\"")
                     }
                     stream.pick = pick
                 }
                 stream.firstSegment = try object.boolean("first_segment") ?? false
-                self = .prefetch(urls: urls, window: try PlaybackWindow(start: object.number("start"), seconds: object.number("seconds"),
-                                                                         tracks: object.string("tracks")), stream: stream)
+                self = .prefetch(
+                    urls: urls,
+                    window: try PlaybackWindow(
+                        start: object.number("start"), seconds: object.number("seconds"),
+                        tracks: object.string("tracks")), stream: stream)
             case .thumbnails:
                 var request = ThumbnailOptions.Request()
                 request.every = try object.number("every")
@@ -75,8 +86,9 @@ enum JobSpec: Sendable {
                 // The job's limit is shared out between its URLs.
                 options.limit = max(1, limits.maxThumbnailsPerJob / urls.count)
                 if case .count(let n) = options.times, n * urls.count > limits.maxThumbnailsPerJob {
-                    throw APIError.badRequest("a job may make at most \(limits.maxThumbnailsPerJob) thumbnails; "
-                                              + "\(n) for each of \(urls.count) URLs is more")
+                    throw APIError.badRequest(
+                        "a job may make at most \(limits.maxThumbnailsPerJob) thumbnails; "
+                            + "\(n) for each of \(urls.count) URLs is more")
                 }
                 if case .at(let list) = options.times, list.count * urls.count > limits.maxThumbnailsPerJob {
                     throw APIError.badRequest("a job may make at most \(limits.maxThumbnailsPerJob) thumbnails")

@@ -32,7 +32,8 @@ public final class SQLiteJobStore: JobStore {
 
     public init(cache: ByteCache) throws {
         let database = try cache.openDatabase(named: "jobs.sqlite")
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS jobs(
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
                 id TEXT NOT NULL UNIQUE,
@@ -54,37 +55,48 @@ public final class SQLiteJobStore: JobStore {
         db = Mutex(database)
     }
 
-    private static let columns = "id, type, spec, state, bytes, total_bytes, items_done, items, result, error_code, " +
-        "error_message, created, started, finished, seq"
+    private static let columns =
+        "id, type, spec, state, bytes, total_bytes, items_done, items, result, error_code, "
+        + "error_message, created, started, finished, seq"
 
     private static func record(_ row: SQLiteRow) -> JobRecord? {
         guard let id = row.text(0), let type = row.text(1).flatMap(JobType.init), let spec = row.text(2),
-              let state = row.text(3).flatMap(JobState.init) else { return nil }
+            let state = row.text(3).flatMap(JobState.init)
+        else { return nil }
         var progress = JobProgress()
         progress.bytes = row.int(4)
         progress.totalBytes = row.int(5)
         progress.itemsDone = Int(row.int(6))
         progress.items = Int(row.int(7))
-        func date(_ column: Int32) -> Date? { row.isNull(column) ? nil : Date(timeIntervalSince1970: row.double(column)) }
-        return JobRecord(id: id, type: type, spec: spec, state: state, progress: progress, result: row.text(8),
-                         errorCode: row.text(9), errorMessage: row.text(10),
-                         created: date(11) ?? Date(timeIntervalSince1970: 0), started: date(12), finished: date(13),
-                         seq: row.int(14))
+        func date(_ column: Int32) -> Date? {
+            row.isNull(column) ? nil : Date(timeIntervalSince1970: row.double(column))
+        }
+        return JobRecord(
+            id: id, type: type, spec: spec, state: state, progress: progress, result: row.text(8),
+            errorCode: row.text(9), errorMessage: row.text(10),
+            created: date(11) ?? Date(timeIntervalSince1970: 0), started: date(12), finished: date(13),
+            seq: row.int(14))
     }
 
     public func insert(_ job: JobRecord) throws {
         try db.withLock { db in
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO jobs(id, type, spec, state, items, created) VALUES(?, ?, ?, ?, ?, ?)
-                """, [.text(job.id), .text(job.type.rawValue), .text(job.spec), .text(job.state.rawValue),
-                      .int(Int64(job.progress.items)), .double(job.created.timeIntervalSince1970)])
+                """,
+                [
+                    .text(job.id), .text(job.type.rawValue), .text(job.spec), .text(job.state.rawValue),
+                    .int(Int64(job.progress.items)), .double(job.created.timeIntervalSince1970),
+                ])
         }
     }
 
     public func job(id: String) throws -> JobRecord? {
         try db.withLock { db in
             var found: JobRecord?
-            try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs WHERE id = ?", [.text(id)]) { found = SQLiteJobStore.record($0) }
+            try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs WHERE id = ?", [.text(id)]) {
+                found = SQLiteJobStore.record($0)
+            }
             return found
         }
     }
@@ -93,7 +105,8 @@ public final class SQLiteJobStore: JobStore {
         try db.withLock { db in
             var list: [JobRecord] = []
             let filter = "WHERE seq < ?" + (state == nil ? "" : " AND state = ?")
-            let bindings: [SQLiteValue] = [.int(before ?? Int64.max)] + (state.map { [.text($0.rawValue)] } ?? []) + [.int(Int64(limit))]
+            let bindings: [SQLiteValue] =
+                [.int(before ?? Int64.max)] + (state.map { [.text($0.rawValue)] } ?? []) + [.int(Int64(limit))]
             try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs \(filter) ORDER BY seq DESC LIMIT ?", bindings) {
                 if let job = SQLiteJobStore.record($0) { list.append(job) }
             }
@@ -102,7 +115,9 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func count(state: JobState) throws -> Int {
-        try db.withLock { Int(try $0.scalar("SELECT COUNT(*) FROM jobs WHERE state = ?", [.text(state.rawValue)]) ?? 0) }
+        try db.withLock {
+            Int(try $0.scalar("SELECT COUNT(*) FROM jobs WHERE state = ?", [.text(state.rawValue)]) ?? 0)
+        }
     }
 
     public func claimNext() throws -> JobRecord? {
@@ -114,8 +129,9 @@ public final class SQLiteJobStore: JobStore {
                 }
                 guard var job = next else { return nil }
                 let now = Date()
-                try db.query("UPDATE jobs SET state = 'running', started = ? WHERE id = ?",
-                             [.double(now.timeIntervalSince1970), .text(job.id)])
+                try db.query(
+                    "UPDATE jobs SET state = 'running', started = ? WHERE id = ?",
+                    [.double(now.timeIntervalSince1970), .text(job.id)])
                 job.state = .running
                 job.started = now
                 return job
@@ -125,28 +141,36 @@ public final class SQLiteJobStore: JobStore {
 
     public func saveProgress(id: String, _ progress: JobProgress) throws {
         try db.withLock { db in
-            try db.query("UPDATE jobs SET bytes = ?, total_bytes = ?, items_done = ?, items = ? WHERE id = ?",
-                         [.int(progress.bytes), .int(progress.totalBytes), .int(Int64(progress.itemsDone)),
-                          .int(Int64(progress.items)), .text(id)])
+            try db.query(
+                "UPDATE jobs SET bytes = ?, total_bytes = ?, items_done = ?, items = ? WHERE id = ?",
+                [
+                    .int(progress.bytes), .int(progress.totalBytes), .int(Int64(progress.itemsDone)),
+                    .int(Int64(progress.items)), .text(id),
+                ])
         }
     }
 
     public func finish(id: String, state: JobState, result: String?, errorCode: String?, errorMessage: String?) throws {
         try db.withLock { db in
             let finished: SQLiteValue = state.isFinal ? .double(Date().timeIntervalSince1970) : .null
-            try db.query("""
+            try db.query(
+                """
                 UPDATE jobs SET state = ?, result = ?, error_code = ?, error_message = ?, finished = ?,
                     started = CASE WHEN ? = 'queued' THEN NULL ELSE started END
                 WHERE id = ?
-                """, [.text(state.rawValue), .optionalText(result), .optionalText(errorCode), .optionalText(errorMessage),
-                      finished, .text(state.rawValue), .text(id)])
+                """,
+                [
+                    .text(state.rawValue), .optionalText(result), .optionalText(errorCode), .optionalText(errorMessage),
+                    finished, .text(state.rawValue), .text(id),
+                ])
         }
     }
 
     public func cancelQueued(id: String) throws -> Bool {
         try db.withLock { db in
-            try db.query("UPDATE jobs SET state = 'cancelled', finished = ? WHERE id = ? AND state = 'queued'",
-                         [.double(Date().timeIntervalSince1970), .text(id)])
+            try db.query(
+                "UPDATE jobs SET state = 'cancelled', finished = ? WHERE id = ? AND state = 'queued'",
+                [.double(Date().timeIntervalSince1970), .text(id)])
             return db.changes > 0
         }
     }
@@ -154,10 +178,12 @@ public final class SQLiteJobStore: JobStore {
     public func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String] {
         try db.withLock { db in
             var ids: [String] = []
-            try db.query("""
+            try db.query(
+                """
                 SELECT id FROM jobs WHERE finished IS NOT NULL AND (finished < ? OR seq NOT IN
                     (SELECT seq FROM jobs WHERE finished IS NOT NULL ORDER BY seq DESC LIMIT ?))
-                """, [.double(cutoff.timeIntervalSince1970), .int(Int64(count))]) { row in
+                """, [.double(cutoff.timeIntervalSince1970), .int(Int64(count))]
+            ) { row in
                 if let id = row.text(0) { ids.append(id) }
             }
             for id in ids { try db.query("DELETE FROM jobs WHERE id = ?", [.text(id)]) }

@@ -50,7 +50,8 @@ struct RequestObject {
     func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let value = try number(key) else { return nil }
         guard let exact = Int(exactly: value), range.contains(exact) else {
-            throw APIError.badRequest("\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw APIError.badRequest(
+                "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return exact
     }
@@ -68,7 +69,8 @@ struct RequestObject {
     func numbers(_ key: String) throws -> [Double]? {
         guard has(key) else { return nil }
         guard let list = members[key] as? [Any],
-              list.allSatisfy({ ($0 as? NSNumber).map { !isBoolean($0) && $0.doubleValue.isFinite } ?? false }) else {
+            list.allSatisfy({ ($0 as? NSNumber).map { !isBoolean($0) && $0.doubleValue.isFinite } ?? false })
+        else {
             throw APIError.badRequest("\"\(key)\" must be an array of numbers")
         }
         return list.compactMap { ($0 as? NSNumber)?.doubleValue }

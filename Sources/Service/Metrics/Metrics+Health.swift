@@ -6,9 +6,14 @@ extension Metrics {
     /// state. The same counters and gauges as `/metrics`, read at the same moment.
     func health(_ gauges: Gauges) -> JSON {
         .object([
-            ("cache", .object([("bytes", .int(gauges.cacheBytes)), ("max_bytes", .int(gauges.cacheMaxBytes)),
-                               ("resources", .int(gauges.cacheResources)), ("hits", .int(gauges.cacheHits)),
-                               ("misses", .int(gauges.cacheMisses)), ("hit_ratio", .double(gauges.hitRatio))])),
+            (
+                "cache",
+                .object([
+                    ("bytes", .int(gauges.cacheBytes)), ("max_bytes", .int(gauges.cacheMaxBytes)),
+                    ("resources", .int(gauges.cacheResources)), ("hits", .int(gauges.cacheHits)),
+                    ("misses", .int(gauges.cacheMisses)), ("hit_ratio", .double(gauges.hitRatio)),
+                ])
+            ),
             ("origin_bytes", .int(gauges.bytesFromOrigins)), ("proxy_bytes", .int(bytesServed)),
             ("origin_connections", .int(gauges.originConnections)),
             ("jobs", .object(gauges.jobs.map { ($0.state, .int($0.count)) })),

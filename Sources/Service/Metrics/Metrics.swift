@@ -37,7 +37,9 @@ public final class Metrics: Sendable {
 
     func countJob(seconds: Double) {
         state.withLock { s in
-            if let bucket = Metrics.durationBuckets.firstIndex(where: { seconds <= $0 }) { s.durationCounts[bucket] += 1 }
+            if let bucket = Metrics.durationBuckets.firstIndex(where: { seconds <= $0 }) {
+                s.durationCounts[bucket] += 1
+            }
             s.durationSum += seconds
             s.durationCount += 1
         }
@@ -71,7 +73,8 @@ public final class Metrics: Sendable {
         }
         family("mprobe_http_requests_total", "counter", "HTTP requests answered, by route and status.")
         for (key, count) in s.requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
-            out += "mprobe_http_requests_total{route=\"\(Metrics.escape(key.route))\",status=\"\(key.status)\"} \(count)\n"
+            out +=
+                "mprobe_http_requests_total{route=\"\(Metrics.escape(key.route))\",status=\"\(key.status)\"} \(count)\n"
         }
         family("mprobe_origin_bytes_total", "counter", "Body bytes received from origins.")
         out += "mprobe_origin_bytes_total \(gauges.bytesFromOrigins)\n"

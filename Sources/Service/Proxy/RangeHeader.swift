@@ -22,7 +22,7 @@ enum RangeHeader: Equatable {
             guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
             return Int64(text) ?? .max
         }
-        if first.isEmpty { // bytes=-n: the last n bytes
+        if first.isEmpty {  // bytes=-n: the last n bytes
             guard let n = number(last) else { self = .whole; return }
             guard n > 0, size > 0 else { self = .unsatisfiable; return }
             self = .part(max(0, size - n)..<size)

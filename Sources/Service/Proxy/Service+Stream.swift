@@ -38,10 +38,12 @@ extension Service {
         // The proxy shares its origin with the dashboard (which keeps the token in the page):
         // an origin's HTML or script must never run here. Only media types pass; the rest is
         // served as bytes, unsniffed and sandboxed.
-        var headers: [(String, String)] = [("Accept-Ranges", "bytes"),
-                                           ("Content-Type", Service.mediaType(source.contentType)),
-                                           ("X-Content-Type-Options", "nosniff"),
-                                           ("Content-Security-Policy", "sandbox; default-src 'none'")]
+        var headers: [(String, String)] = [
+            ("Accept-Ranges", "bytes"),
+            ("Content-Type", Service.mediaType(source.contentType)),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Content-Security-Policy", "sandbox; default-src 'none'"),
+        ]
         if let etag = validators.etag { headers.append(("ETag", etag)) }
         if let lastModified = validators.lastModified { headers.append(("Last-Modified", lastModified)) }
 
@@ -64,8 +66,9 @@ extension Service {
         // The player said where it stops: readahead goes no further.
         source.limitReadahead(to: part.upperBound)
         // For HEAD libmicrohttpd sends the length of a body it does not read.
-        let body = ProxyStream(source: request.method == "HEAD" ? nil : source, range: part, token: token,
-                               onClose: { [self] in streamEnded($0) })
+        let body = ProxyStream(
+            source: request.method == "HEAD" ? nil : source, range: part, token: token,
+            onClose: { [self] in streamEnded($0) })
         handedOver = true
         return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
     }
@@ -75,12 +78,15 @@ extension Service {
     /// origin's text is never passed on: only the type this check approved.
     static func mediaType(_ type: String?) -> String {
         guard let type, let media = MediaType(type) else { return "application/octet-stream" }
-        let listed = ["application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
-                      "text/vtt", "application/octet-stream"]
+        let listed = [
+            "application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
+            "text/vtt", "application/octet-stream",
+        ]
         // XML (`image/svg+xml`, `video/x+xml`, `image/xml`) is a document a browser may render,
         // scripts and all; the DASH manifest, rewritten by the proxy, is listed by name.
         let xml = media.subtype == "xml" || media.subtype.hasSuffix("+xml") || media.subtype.contains("svg")
-        let isMedia = ((media.type == "video" || media.type == "audio" || media.type == "image") && !xml)
+        let isMedia =
+            ((media.type == "video" || media.type == "audio" || media.type == "image") && !xml)
             || listed.contains(media.description)
         return isMedia ? media.description : "application/octet-stream"
     }
@@ -94,7 +100,7 @@ extension Service {
             switch RangeHeader(range, size: known) {
             case .part(let part): first = part.lowerBound
             case .whole: first = 0
-            case .unsatisfiable: return known // a 416: no body to pin a version for
+            case .unsatisfiable: return known  // a 416: no body to pin a version for
             }
             if known == 0 { return 0 }
         }
@@ -125,7 +131,10 @@ final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
     private let onClose: @Sendable (ProxyStream) -> Void
 
     /// `source` nil: a body that is never read (HEAD). `onClose` is told once, when the response ends.
-    init(source: RemoteSource?, range: Range<Int64>, token: Cancellation, onClose: @escaping @Sendable (ProxyStream) -> Void) {
+    init(
+        source: RemoteSource?, range: Range<Int64>, token: Cancellation,
+        onClose: @escaping @Sendable (ProxyStream) -> Void
+    ) {
         self.source = source
         self.range = range
         next = range.lowerBound

@@ -18,7 +18,8 @@ struct AccessToken: Sendable {
             throw ServiceError.configuration("the access token holds a control character, which no header can carry")
         }
         guard trimmed.utf8.count <= AccessToken.maxLength else {
-            throw ServiceError.configuration("the access token is longer than \(AccessToken.maxLength) bytes, more than a request can carry")
+            throw ServiceError.configuration(
+                "the access token is longer than \(AccessToken.maxLength) bytes, more than a request can carry")
         }
         self.secret = Array(trimmed.utf8)
     }
@@ -29,7 +30,9 @@ struct AccessToken: Sendable {
         if let header = request.headers["authorization"], header.lowercased().hasPrefix("bearer ") {
             return matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces))
         }
-        if queryAllowed, let value = request.query["token"] { return matches(value.trimmingCharacters(in: .whitespaces)) }
+        if queryAllowed, let value = request.query["token"] {
+            return matches(value.trimmingCharacters(in: .whitespaces))
+        }
         return false
     }
 

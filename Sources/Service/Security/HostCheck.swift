@@ -23,8 +23,11 @@ struct HostCheck: Sendable {
         self.listenHost = HostCheck.normalized(listenHost)
         listenPort = port
         self.publicHosts = try publicHosts.map { text in
-            guard let name = HostCheck.parse(text), !name.host.isEmpty, name.port.map({ (1...65535).contains($0) }) ?? true else {
-                throw ServiceError.configuration("--public-host needs NAME or NAME:PORT (e.g. media.example.com:443), got '\(text)'")
+            guard let name = HostCheck.parse(text), !name.host.isEmpty,
+                name.port.map({ (1...65535).contains($0) }) ?? true
+            else {
+                throw ServiceError.configuration(
+                    "--public-host needs NAME or NAME:PORT (e.g. media.example.com:443), got '\(text)'")
             }
             return name
         }
@@ -35,7 +38,9 @@ struct HostCheck: Sendable {
     func admits(_ header: String?) -> Bool {
         guard let header else { return true }
         guard let name = HostCheck.parse(header) else { return false }
-        if publicHosts.contains(where: { $0.host == name.host && ($0.port == nil || $0.port == name.port) }) { return true }
+        if publicHosts.contains(where: { $0.host == name.host && ($0.port == nil || $0.port == name.port) }) {
+            return true
+        }
         // An attacker's page brings its own name whatever the port; a port that is given must be ours.
         if let port = name.port, port != listenPort { return false }
         let wildcard = listenHost == "0.0.0.0" || listenHost == "::"
@@ -68,7 +73,9 @@ struct HostCheck: Sendable {
         }
         var port: Int?
         if let portText {
-            guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }), let p = Int(portText) else { return nil }
+            guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+                let p = Int(portText)
+            else { return nil }
             port = p
         }
         return Name(host: host, port: port)

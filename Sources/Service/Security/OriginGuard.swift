@@ -31,7 +31,8 @@ public struct OriginGuard: Sendable {
     /// Returns the reason it is refused, or nil.
     public func refusal(for url: String) -> String? {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https" else {
+            scheme == "http" || scheme == "https"
+        else {
             return "only http and https origins may be fetched"
         }
         guard let host = components.host?.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), !host.isEmpty else {
@@ -47,10 +48,10 @@ public struct OriginGuard: Sendable {
 
     private static func allowance(_ text: String) throws -> Allowance {
         var host = text, port: Int?
-        if text.hasPrefix("[") , let close = text.firstIndex(of: "]") { // [v6] or [v6]:port
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {  // [v6] or [v6]:port
             host = String(text[text.index(after: text.startIndex)..<close])
             let rest = text[text.index(after: close)...]
-            if rest.hasPrefix(":") { port = Int(rest.dropFirst()) ; if port == nil { throw bad(text) } }
+            if rest.hasPrefix(":") { port = Int(rest.dropFirst()); if port == nil { throw bad(text) } }
         } else if let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon {
             host = String(text[..<colon])
             guard let p = Int(text[text.index(after: colon)...]) else { throw bad(text) }
@@ -71,7 +72,7 @@ public struct OriginGuard: Sendable {
     /// The numeric addresses `host` resolves to (itself when it is an address).
     static func resolve(_ host: String) -> [String] {
         var v4 = in_addr(), v6 = in6_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 { return [host] } // no lookup needed
+        if inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 { return [host] }  // no lookup needed
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var result: UnsafeMutablePointer<addrinfo>?
@@ -82,8 +83,11 @@ public struct OriginGuard: Sendable {
         while let current = node {
             if let address = current.pointee.ai_addr {
                 var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-                if getnameinfo(address, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                    addresses.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                if getnameinfo(
+                    address, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0
+                {
+                    addresses.append(
+                        String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
                 }
             }
             node = current.pointee.ai_next
@@ -106,18 +110,19 @@ public struct OriginGuard: Sendable {
             let a = UInt32(bigEndian: v4.s_addr)
             func within(_ base: UInt32, _ bits: UInt32) -> Bool { bits == 0 || a >> (32 - bits) == base >> (32 - bits) }
             return within(0x0000_0000, 8) || within(0x0A00_0000, 8) || within(0x7F00_0000, 8) || within(0x6440_0000, 10)
-                || within(0xA9FE_0000, 16) || within(0xAC10_0000, 12) || within(0xC0A8_0000, 16) || within(0xC000_0000, 24)
+                || within(0xA9FE_0000, 16) || within(0xAC10_0000, 12) || within(0xC0A8_0000, 16)
+                || within(0xC000_0000, 24)
                 || within(0xE000_0000, 4) || within(0xF000_0000, 4)
         }
         var v6 = in6_addr()
-        guard inet_pton(AF_INET6, address, &v6) == 1 else { return true } // not an address: refuse
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return true }  // not an address: refuse
         let bytes = withUnsafeBytes(of: v6) { Array($0) }
-        if bytes.allSatisfy({ $0 == 0 }) { return true }                        // ::
-        if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true } // ::1
-        if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return true }            // fe80::/10
-        if bytes[0] & 0xFE == 0xFC { return true }                                // fc00::/7
-        if bytes[0] == 0xFF { return true }                                       // multicast
-        if bytes[0..<12] == [0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] {       // NAT64: the IPv4 inside
+        if bytes.allSatisfy({ $0 == 0 }) { return true }  // ::
+        if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true }  // ::1
+        if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return true }  // fe80::/10
+        if bytes[0] & 0xFE == 0xFC { return true }  // fc00::/7
+        if bytes[0] == 0xFF { return true }  // multicast
+        if bytes[0..<12] == [0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] {  // NAT64: the IPv4 inside
             return isInternal(bytes[12..<16].map(String.init).joined(separator: "."))
         }
         return false

@@ -53,9 +53,9 @@ enum RequestSite: Equatable {
     /// origin scheme's default. `null` (a sandboxed frame, a file) is not.
     static func isOwn(_ origin: String, host: String?) -> Bool {
         guard let host = host.flatMap(HostCheck.parse), let components = URLComponents(string: origin),
-              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let name = components.host, !name.isEmpty, components.path.isEmpty || components.path == "/",
-              components.user == nil, components.password == nil, components.query == nil, components.fragment == nil
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let name = components.host, !name.isEmpty, components.path.isEmpty || components.path == "/",
+            components.user == nil, components.password == nil, components.query == nil, components.fragment == nil
         else { return false }
         let defaultPort = scheme == "https" ? 443 : 80
         return HostCheck.normalized(name) == host.host && (components.port ?? defaultPort) == (host.port ?? defaultPort)
@@ -65,7 +65,8 @@ enum RequestSite: Equatable {
     /// scheme's default port left out.
     static func origin(of url: String) -> String? {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return nil }
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return nil }
         let port = components.port.flatMap { $0 == (scheme == "https" ? 443 : 80) ? nil : $0 }
         return scheme + "://" + host.lowercased() + (port.map { ":\($0)" } ?? "")
     }

@@ -29,7 +29,9 @@ enum CacheCommand: OptionCommand {
     static let flagOptions: Set<String> = GlobalOptions.flagOptions
 
     static func run(_ args: Arguments) throws -> ExitCode {
-        guard let action = args.positionals.first else { throw UsageError("cache needs an action: stats, ls, ranges, rm or clear") }
+        guard let action = args.positionals.first else {
+            throw UsageError("cache needs an action: stats, ls, ranges, rm or clear")
+        }
         let options = try GlobalOptions(args)
         let operands = Array(args.positionals.dropFirst())
         func url() throws -> String {
@@ -81,7 +83,8 @@ enum CacheCommand: OptionCommand {
         if json {
             Console.out(CacheReport.stats(s, directory: cache.directory).text)
         } else {
-            Console.out("""
+            Console.out(
+                """
                 directory  \(cache.directory)
                 resources  \(s.resources)
                 stored     \(Console.humanBytes(s.storedBytes)) of \(Console.humanBytes(s.maxBytes))
@@ -102,7 +105,9 @@ enum CacheCommand: OptionCommand {
         formatter.dateFormat = "yyyy-MM-dd HH:mm"
         for r in resources {
             let size = r.size.map { Console.humanBytes($0) } ?? "?"
-            let percent = r.size.map { $0 > 0 ? String(format: "%3.0f%%", 100 * Double(r.storedBytes) / Double($0)) : "100%" } ?? "  ?"
+            let percent =
+                r.size.map { $0 > 0 ? String(format: "%3.0f%%", 100 * Double(r.storedBytes) / Double($0)) : "100%" }
+                ?? "  ?"
             let when = formatter.string(from: Date(timeIntervalSince1970: r.lastAccess))
             Console.out("\(percent)  \(Console.humanBytes(r.storedBytes)) of \(size)  \(when)  \(r.url)")
         }
@@ -113,10 +118,16 @@ enum CacheCommand: OptionCommand {
         let ranges = resource?.ranges.ranges ?? []
         // Buffered time ranges and the moov's place need the header from the cache; a resource
         // whose header is not cached (or that is not media) has none, and that is not an error here.
-        let media: CachedMedia? = resource == nil ? nil : try? BufferedRanges.cachedMedia(
-            url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
-        let stream = media != nil || resource == nil ? nil : StreamBuffer.cached(
-            url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
+        let media: CachedMedia? =
+            resource == nil
+            ? nil
+            : try? BufferedRanges.cachedMedia(
+                url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
+        let stream =
+            media != nil || resource == nil
+            ? nil
+            : StreamBuffer.cached(
+                url, session: MediaSession(cache: cache, fetchOptions: try options.fetchOptions(), offline: true))
         let shown = cache.urlRules.shown(url)
         if options.json {
             Console.out(CacheReport.ranges(url: shown, resource: resource, media: media, stream: stream).text)
@@ -126,26 +137,34 @@ enum CacheCommand: OptionCommand {
             Console.out("not cached: \(shown)")
             return .success
         }
-        var summary = [resource.size.map { "size \($0)" } ?? "size unknown", "\(ranges.count) ranges",
-                       "\(resource.storedBytes) bytes cached"]
+        var summary = [
+            resource.size.map { "size \($0)" } ?? "size unknown", "\(ranges.count) ranges",
+            "\(resource.storedBytes) bytes cached",
+        ]
         if let duration = media?.duration { summary.append(String(format: "duration %.3f s", duration)) }
         if let moov = media?.moov { summary.append("moov \(moov.lowerBound)-\(moov.upperBound - 1)") }
         Console.out("\(shown): " + summary.joined(separator: ", "))
         if let size = resource.size {
-            for line in CacheMap.lines(size: size, ranges: ranges, media: media, width: Terminal.width, charset: Terminal.mapCharset) {
+            for line in CacheMap.lines(
+                size: size, ranges: ranges, media: media, width: Terminal.width, charset: Terminal.mapCharset)
+            {
                 Console.out(line)
             }
         }
         if let stream {
             for b in stream {
                 let spans = b.buffered.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
-                Console.out("  \(b.role) \(b.bandwidth.map { "\($0 / 1000) kb/s " } ?? "")(of \(String(format: "%.3f s", b.duration))): "
-                            + (spans.isEmpty ? "nothing buffered" : "buffered " + spans.joined(separator: ", ")) + "  \(cache.urlRules.shown(b.uri))")
+                Console.out(
+                    "  \(b.role) \(b.bandwidth.map { "\($0 / 1000) kb/s " } ?? "")(of \(String(format: "%.3f s", b.duration))): "
+                        + (spans.isEmpty ? "nothing buffered" : "buffered " + spans.joined(separator: ", "))
+                        + "  \(cache.urlRules.shown(b.uri))")
             }
         } else if media == nil {
             Console.out("buffered time ranges: unknown (the header is not cached)")
         }
-        for r in ranges { Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))") }
+        for r in ranges {
+            Console.out("  \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))")
+        }
         return .success
     }
 }

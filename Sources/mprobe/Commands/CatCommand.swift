@@ -38,17 +38,22 @@ enum CatCommand: OptionCommand {
                 try copy(try session.open(input), range: requested, verbose: args.flag("verbose"), written: &written)
             }
         } catch StdoutError.closed {
-            return .success // the reader went away (`| head`): a quiet stop
+            return .success  // the reader went away (`| head`): a quiet stop
         } catch SourceError.versionChanged(let shown) where written > 0 {
-            throw SourceError.inconsistentOrigin(input: shown, detail:
-                "changed on the server after \(written) bytes of the old version were written; the output is incomplete (run again)")
+            throw SourceError.inconsistentOrigin(
+                input: shown,
+                detail:
+                    "changed on the server after \(written) bytes of the old version were written; the output is incomplete (run again)"
+            )
         }
         return .success
     }
 
     /// Writes the bytes of `range` (all of them without one) to stdout, counting them in `written`.
-    private static func copy(_ source: any MediaSource, range requested: Range<Int64>?, verbose: Bool,
-                             written: inout Int64) throws {
+    private static func copy(
+        _ source: any MediaSource, range requested: Range<Int64>?, verbose: Bool,
+        written: inout Int64
+    ) throws {
         defer { report(source, verbose: verbose) }
         var offset = requested?.lowerBound ?? 0
         let end = requested?.upperBound ?? Int64.max
@@ -89,6 +94,8 @@ enum CatCommand: OptionCommand {
         for warning in source.warnings { Console.warning(warning) }
         guard verbose else { return }
         let c = source.counters
-        Console.error("\(c.requests) requests, \(c.connections) connections, \(Console.humanBytes(c.bytesFetched)) fetched, \(Console.humanBytes(c.bytesFromCache)) from cache")
+        Console.error(
+            "\(c.requests) requests, \(c.connections) connections, \(Console.humanBytes(c.bytesFetched)) fetched, \(Console.humanBytes(c.bytesFromCache)) from cache"
+        )
     }
 }

@@ -23,7 +23,9 @@ enum CheckCommand: OptionCommand {
 
         \(GlobalOptions.help)
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions).union(["variant"])
+    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions).union([
+        "variant"
+    ])
     static let flagOptions: Set<String> = GlobalOptions.flagOptions
 
     static func run(_ args: Arguments) throws -> ExitCode {
@@ -35,8 +37,9 @@ enum CheckCommand: OptionCommand {
         do {
             var checker = Checker()
             if let text = args.value("variant") { checker.pick = try variantPick(text) }
-            r = try checker.check(args.positionals[0], session: session, start: window.start,
-                                    seconds: window.seconds, tracks: window.tracks)
+            r = try checker.check(
+                args.positionals[0], session: session, start: window.start,
+                seconds: window.seconds, tracks: window.tracks)
         } catch {
             // Reported as a batch of one: named by its input, and as JSON with --json.
             var failures = BatchFailures(json: options.json, urlRules: try options.urlRules())
@@ -46,9 +49,11 @@ enum CheckCommand: OptionCommand {
         if options.json {
             Console.out(CheckReport.json(r).text)
         } else {
-            Console.out(r.input + String(format: "  %.3f–%.3f s: %@", r.start, r.start + r.seconds, r.ok ? "plays" : "FAILS"))
+            Console.out(
+                r.input + String(format: "  %.3f–%.3f s: %@", r.start, r.start + r.seconds, r.ok ? "plays" : "FAILS"))
             for t in r.tracks {
-                var line = "  #\(t.index) \(t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))  \(t.codec)  \(t.frames) frames from \(t.packets) packets"
+                var line =
+                    "  #\(t.index) \(t.kind.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))  \(t.codec)  \(t.frames) frames from \(t.packets) packets"
                 if !t.errors.isEmpty { line += "  \(t.errors.count) errors, first: \(t.errors[0])" }
                 Console.out(line)
             }

@@ -26,8 +26,9 @@ extension OptionCommand {
     static var pairOptions: Set<String> { [] }
 
     static func main(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, valueOptions: valueOptions, flagOptions: flagOptions, optionalValues: optionalValues,
-                                 pairOptions: pairOptions)
+        let args = try Arguments(
+            argv, valueOptions: valueOptions, flagOptions: flagOptions, optionalValues: optionalValues,
+            pairOptions: pairOptions)
         if args.flag("help") {
             Console.out(help)
             return .success

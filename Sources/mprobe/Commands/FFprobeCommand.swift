@@ -61,7 +61,9 @@ enum FFprobeCommand: Command {
         } catch {
             if showsErrors {
                 var failure = BatchFailures(json: false, urlRules: try options.urlRules())
-                failure.report(input: args.input, error: (error as? InvalidOption).map { UsageError($0.shown { "-" + $0 }) } ?? error)
+                failure.report(
+                    input: args.input,
+                    error: (error as? InvalidOption).map { UsageError($0.shown { "-" + $0 }) } ?? error)
             }
             Console.out(FFprobeReport.failureText)
             return ExitCode.forError(error) == .cancelled ? .cancelled : .partialFailure

@@ -47,12 +47,16 @@ enum PrefetchCommand: OptionCommand {
         let jobs = try jobsOption(args)
         var job = PrefetchJob()
         if let text = args.value("connections") {
-            guard let c = Int(text), c >= 1, c <= 32 else { throw UsageError("--connections needs 1...32, got '\(text)'") }
+            guard let c = Int(text), c >= 1, c <= 32 else {
+                throw UsageError("--connections needs 1...32, got '\(text)'")
+            }
             job.prefetcher.connections = c
         }
         job.planOnly = args.flag("plan")
         if options.noCache && !job.planOnly {
-            throw UsageError("prefetch keeps bytes in the cache for later; it cannot run with --no-cache (use --plan to see the plan)")
+            throw UsageError(
+                "prefetch keeps bytes in the cache for later; it cannot run with --no-cache (use --plan to see the plan)"
+            )
         }
         let planOnly = job.planOnly
         let session = try options.session()
@@ -63,29 +67,40 @@ enum PrefetchCommand: OptionCommand {
         if let text = args.value("variant") { stream.pick = try variantPick(text) }
         stream.firstSegment = args.flag("first-segment")
         let streamJob = stream
-        let count = Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
-            Result { () throws -> PrefetchOutcome in
-                defer { bar.finish() }
-                return try prefetch.run(input, session: session, start: window.start, seconds: window.seconds,
-                                        tracks: window.tracks, stream: streamJob) { fetched, total in
-                    bar.update(done: fetched, total: total, detail: "fetching")
+        let count = Batch.run(
+            next: inputs.next, jobs: jobs,
+            work: { _, input in
+                Result { () throws -> PrefetchOutcome in
+                    defer { bar.finish() }
+                    return try prefetch.run(
+                        input, session: session, start: window.start, seconds: window.seconds,
+                        tracks: window.tracks, stream: streamJob
+                    ) { fetched, total in
+                        bar.update(done: fetched, total: total, detail: "fetching")
+                    }
                 }
-            }
-        }, emit: { _, input, result in
-            switch result {
-            case .success(.stream(let outcome)):
-                Console.out(options.json ? StreamPrefetchReport.json(outcome).text : PrefetchOutput.human(outcome))
-            case .success(.file(let outcome)):
-                if let note = outcome.plan.note, !options.json {
-                    // An estimate is a warning; a window from the Cues is how it was planned.
-                    if outcome.plan.estimated { Console.warning(note) } else { Console.writeStderr("mprobe: \(note)\n") }
+            },
+            emit: { _, input, result in
+                switch result {
+                case .success(.stream(let outcome)):
+                    Console.out(options.json ? StreamPrefetchReport.json(outcome).text : PrefetchOutput.human(outcome))
+                case .success(.file(let outcome)):
+                    if let note = outcome.plan.note, !options.json {
+                        // An estimate is a warning; a window from the Cues is how it was planned.
+                        if outcome.plan.estimated {
+                            Console.warning(note)
+                        } else {
+                            Console.writeStderr("mprobe: \(note)\n")
+                        }
+                    }
+                    Console.out(
+                        options.json
+                            ? PrefetchReport.json(outcome, planOnly: planOnly).text
+                            : PrefetchOutput.human(outcome, planOnly: planOnly))
+                case .failure(let error):
+                    failures.report(input: input, error: error)
                 }
-                Console.out(options.json ? PrefetchReport.json(outcome, planOnly: planOnly).text
-                                         : PrefetchOutput.human(outcome, planOnly: planOnly))
-            case .failure(let error):
-                failures.report(input: input, error: error)
-            }
-        })
+            })
         guard count > 0 else { throw UsageError("prefetch needs at least one URL") }
         return failures.exitCode(inputs: count)
     }

@@ -66,7 +66,9 @@ enum ProbeCommand: OptionCommand {
         let probe = prober
         var streams = StreamProber()
         if let text = args.value("variants") {
-            guard let choice = VariantChoice(text) else { throw UsageError("--variants needs all, best or a count, got '\(text)'") }
+            guard let choice = VariantChoice(text) else {
+                throw UsageError("--variants needs all, best or a count, got '\(text)'")
+            }
             streams.variants = choice
         }
         let streamProbe = streams
@@ -74,7 +76,10 @@ enum ProbeCommand: OptionCommand {
         let count: Int
         switch output {
         case .mprobe:
-            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.probe($0, session: session, streams: streamProbe) }) { outcome in
+            count = run(
+                inputs, jobs: jobs, failures: &failures,
+                work: { try probe.probe($0, session: session, streams: streamProbe) }
+            ) { outcome in
                 switch outcome {
                 case .media(let r):
                     for warning in r.warnings { Console.warning(warning) }
@@ -84,7 +89,8 @@ enum ProbeCommand: OptionCommand {
                 }
             }
         case .ffprobe:
-            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.details($0, session: session) }) { details in
+            count = run(inputs, jobs: jobs, failures: &failures, work: { try probe.details($0, session: session) }) {
+                details in
                 for warning in details.warnings { Console.warning(warning) }
                 Console.out(FFprobeReport.text(details))
             }
@@ -95,15 +101,20 @@ enum ProbeCommand: OptionCommand {
 
     /// Runs `work` on every input, `-j` at a time, and hands each result to `emit` in input order;
     /// failures are reported as they come. Returns how many inputs there were.
-    private static func run<R>(_ inputs: InputList, jobs: Int, failures: inout BatchFailures,
-                               work: @escaping @Sendable (String) throws -> R, emit: (R) -> Void) -> Int {
-        Batch.run(next: inputs.next, jobs: jobs, work: { _, input in
-            Result { try work(input) }
-        }, emit: { _, input, result in
-            switch result {
-            case .success(let r): emit(r)
-            case .failure(let error): failures.report(input: input, error: error)
-            }
-        })
+    private static func run<R>(
+        _ inputs: InputList, jobs: Int, failures: inout BatchFailures,
+        work: @escaping @Sendable (String) throws -> R, emit: (R) -> Void
+    ) -> Int {
+        Batch.run(
+            next: inputs.next, jobs: jobs,
+            work: { _, input in
+                Result { try work(input) }
+            },
+            emit: { _, input, result in
+                switch result {
+                case .success(let r): emit(r)
+                case .failure(let error): failures.report(input: input, error: error)
+                }
+            })
     }
 }

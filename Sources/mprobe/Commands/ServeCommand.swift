@@ -83,43 +83,59 @@ enum ServeCommand: OptionCommand {
         (config.host, config.port) = try listenAddress(args.value("listen") ?? "127.0.0.1:8080")
         config.token = try token(args)
         guard config.token != nil || isLoopback(config.host) else {
-            throw UsageError("--listen \(config.host) is reachable from other machines: give --token or --token-file, "
-                             + "or listen on 127.0.0.1")
+            throw UsageError(
+                "--listen \(config.host) is reachable from other machines: give --token or --token-file, "
+                    + "or listen on 127.0.0.1")
         }
         config.allowHosts = args.allValues("allow-host")
         config.publicHosts = (options.config.publicHosts ?? []) + args.allValues("public-host")
         // A name other than loopback is reached by other machines (through a front), where
         // browsers send no Sec-Fetch-Site over plain http to tell a page's requests from a program's.
         guard config.publicHosts.isEmpty || config.token != nil else {
-            throw UsageError("--public-host makes the service reachable by that name from other machines: give --token or --token-file too")
+            throw UsageError(
+                "--public-host makes the service reachable by that name from other machines: give --token or --token-file too"
+            )
         }
         config.allowOrigins = (options.config.allowOrigins ?? []) + args.allValues("allow-origin")
         config.maxCacheBytes = try options.maxCacheBytes()
         if let n = try args.integer("max-connections-per-client") {
-            guard (0...100_000).contains(n) else { throw UsageError("--max-connections-per-client needs 0...100000, got \(n)") }
+            guard (0...100_000).contains(n) else {
+                throw UsageError("--max-connections-per-client needs 0...100000, got \(n)")
+            }
             config.limits.maxConnectionsPerClient = n
         }
         // Before fetchOptions(), which would read (and so accept) headers for every host.
         let headers = try originHeaders(args, options)
         config.fetchOptions = try options.fetchOptions()
         config.fetchOptions.headers = headers
-        config.fetchOptions.trustedRedirectHosts = try args.allValues("location-trusted").map { try hostPattern($0, option: "--location-trusted") }
+        config.fetchOptions.trustedRedirectHosts = try args.allValues("location-trusted").map {
+            try hostPattern($0, option: "--location-trusted")
+        }
         guard config.fetchOptions.proxy == nil else {
-            throw UsageError("serve connects to origins directly, to check each one's address against the origin "
-                             + "guard, so it cannot use a proxy (--proxy, or the config file's)")
+            throw UsageError(
+                "serve connects to origins directly, to check each one's address against the origin "
+                    + "guard, so it cannot use a proxy (--proxy, or the config file's)")
         }
         if let text = args.value("workers") {
-            guard let n = Int(text), (1...64).contains(n) else { throw UsageError("--workers needs 1...64, got '\(text)'") }
+            guard let n = Int(text), (1...64).contains(n) else {
+                throw UsageError("--workers needs 1...64, got '\(text)'")
+            }
             config.workers = n
         }
         let stop = StopSignal()
         let service = try Service(config: config) { line in Console.writeStderr(line + "\n") }
         let environment = ProcessInfo.processInfo.environment
-        if let variable = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].first(where: { environment[$0] != nil }) {
-            Console.writeStderr("mprobe: \(variable) is set, but serve connects to origins directly (it checks each origin's address)\n")
+        if let variable = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].first(where: {
+            environment[$0] != nil
+        }) {
+            Console.writeStderr(
+                "mprobe: \(variable) is set, but serve connects to origins directly (it checks each origin's address)\n"
+            )
         }
         let shown = config.host.contains(":") ? "[\(config.host)]" : config.host
-        Console.writeStderr("mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)); open it in a browser for the dashboard\n")
+        Console.writeStderr(
+            "mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)); open it in a browser for the dashboard\n"
+        )
         stop.wait()
         Console.writeStderr("mprobe: stopping\n")
         service.stop(grace: 5)
@@ -131,21 +147,24 @@ enum ServeCommand: OptionCommand {
     /// origin a client names in `url=`, so one is refused, with how to scope it.
     static func originHeaders(_ args: Arguments, _ options: GlobalOptions) throws -> [RequestHeader] {
         guard !options.hasUnscopedHeaders else {
-            throw UsageError("serve sends a header only to the hosts named for it, never to every origin a client names: "
-                             + "give it as --header-for HOST 'Name: value', or in the config file's \"hosts\": "
-                             + "{\"HOST\": {\"headers\": [...]}} (not -H, --header-file or the top-level \"headers\")")
+            throw UsageError(
+                "serve sends a header only to the hosts named for it, never to every origin a client names: "
+                    + "give it as --header-for HOST 'Name: value', or in the config file's \"hosts\": "
+                    + "{\"HOST\": {\"headers\": [...]}} (not -H, --header-file or the top-level \"headers\")")
         }
-        return try options.hostHeaders() + options.parsingHeaders {
-            try args.allPairs("header-for").map { host, line in
-                try RequestHeader(parsing: line, hostPattern: hostPattern(host, option: "--header-for"))
+        return try options.hostHeaders()
+            + options.parsingHeaders {
+                try args.allPairs("header-for").map { host, line in
+                    try RequestHeader(parsing: line, hostPattern: hostPattern(host, option: "--header-for"))
+                }
             }
-        }
     }
 
     /// A host pattern as an option gives it: `example.com`, `*.example.com`, either with `:PORT`.
     static func hostPattern(_ text: String, option: String) throws -> String {
         guard ConfigFile.isHostPattern(text) else {
-            throw UsageError("\(option) needs a host such as media.example.com, *.example.com or example.com:8443, got '\(text)'")
+            throw UsageError(
+                "\(option) needs a host such as media.example.com, *.example.com or example.com:8443, got '\(text)'")
         }
         return text.lowercased()
     }
@@ -195,7 +214,9 @@ enum ServeCommand: OptionCommand {
             throw UsageError("\(source) holds a control character, which no request header can carry")
         }
         guard token.utf8.count <= Service.maxTokenLength else {
-            throw UsageError("\(source) is \(token.utf8.count) bytes, more than a request can carry (at most \(Service.maxTokenLength))")
+            throw UsageError(
+                "\(source) is \(token.utf8.count) bytes, more than a request can carry (at most \(Service.maxTokenLength))"
+            )
         }
         return token
     }

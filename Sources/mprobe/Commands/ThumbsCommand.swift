@@ -56,7 +56,7 @@ enum ThumbsCommand: OptionCommand {
         thumbnailer.options = try thumbnailOptions(args)
         let out = args.value("out") ?? "thumbs"
         guard !out.isEmpty else { throw UsageError("--out needs a folder") }
-        try OutputFolder(out).checkWritable() // before any fetch: a typo in --out costs nothing
+        try OutputFolder(out).checkWritable()  // before any fetch: a typo in --out costs nothing
         var folders = FolderNamer()
         let session = try options.session()
         let bar = ProgressBar(quiet: args.flag("quiet") || options.json)
@@ -66,33 +66,37 @@ enum ThumbsCommand: OptionCommand {
         // One input given as an operand writes to --out itself; a list gets a folder per input.
         let single = inputs.isSingleOperand
         let next = { inputs.next().map { input in (input, single ? out : out + "/" + folders.name(for: input)) } }
-        let count = Batch.run(next: next, jobs: try jobsOption(args), work: { _, item in
-            let (input, dir) = item
-            return Result { () throws -> (ThumbnailSet, String) in
-                @Sendable func show() {
-                    let (thumbnails, done) = progress.counts
-                    bar.update(text: "\(done) inputs done, \(thumbnails) thumbnails")
+        let count = Batch.run(
+            next: next, jobs: try jobsOption(args),
+            work: { _, item in
+                let (input, dir) = item
+                return Result { () throws -> (ThumbnailSet, String) in
+                    @Sendable func show() {
+                        let (thumbnails, done) = progress.counts
+                        bar.update(text: "\(done) inputs done, \(thumbnails) thumbnails")
+                    }
+                    defer { progress.inputDone(); show() }
+                    let set = try maker.make(input, session: session) { _ in
+                        progress.thumbnailDone()
+                        show()
+                    }
+                    try ThumbnailReport.write(set, to: dir)
+                    return (set, dir)
                 }
-                defer { progress.inputDone(); show() }
-                let set = try maker.make(input, session: session) { _ in
-                    progress.thumbnailDone()
-                    show()
+            },
+            emit: { _, item, result in
+                let input = item.0
+                switch result {
+                case .success(let (set, dir)):
+                    bar.finish()
+                    if !options.json { for note in set.notes { Console.warning("\(input): \(note)") } }
+                    Console.out(
+                        options.json ? ThumbnailReport.json(set, dir: dir).text : ThumbsOutput.human(set, dir: dir))
+                case .failure(let error):
+                    bar.finish()
+                    failures.report(input: input, error: error)
                 }
-                try ThumbnailReport.write(set, to: dir)
-                return (set, dir)
-            }
-        }, emit: { _, item, result in
-            let input = item.0
-            switch result {
-            case .success(let (set, dir)):
-                bar.finish()
-                if !options.json { for note in set.notes { Console.warning("\(input): \(note)") } }
-                Console.out(options.json ? ThumbnailReport.json(set, dir: dir).text : ThumbsOutput.human(set, dir: dir))
-            case .failure(let error):
-                bar.finish()
-                failures.report(input: input, error: error)
-            }
-        })
+            })
         guard count > 0 else { throw UsageError("thumbs needs at least one URL or path") }
         return failures.exitCode(inputs: count)
     }
