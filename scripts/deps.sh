@@ -14,6 +14,7 @@ MPROBE_DEB_PACKAGES=(
     wrk                                        # bench/serve.sh
     chromium                                   # the dashboard's tests: a real browser, headless
     prometheus                                 # promtool checks /metrics
+    zsh bash-completion groff-base             # the completions and man page are checked by their shells and groff
 )
 
 # PyPI packages the tests use, as the module they import and what pip installs.

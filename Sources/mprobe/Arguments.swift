@@ -11,14 +11,9 @@ struct Arguments {
     /// Options that take two values (`--header-for HOST 'Name: value'`), in order.
     private var pairs: [String: [(String, String)]] = [:]
 
-    /// - `valueOptions`: names (without dashes) that take a value; `flagOptions`: booleans;
-    ///   `optionalValues`: flags that may carry a value, inline (`--sprite=5x4`) or as the next
-    ///   argument when it matches the pattern (`--sprite 5x4`); `pairOptions`: options followed
-    ///   by two values.
-    init(
-        _ args: [String], valueOptions: Set<String>, flagOptions: Set<String>,
-        optionalValues: [String: String] = [:], pairOptions: Set<String> = []
-    ) throws {
+    /// Parses `args` against `options`, the command's table: a one-letter alias is the option
+    /// it names in that table, and anything the table lacks is a usage error.
+    init(_ args: [String], options: [Option]) throws {
         var i = 0
         var onlyPositionals = false
         while i < args.count {
@@ -28,25 +23,24 @@ struct Arguments {
                 positionals.append(arg)
                 continue
             }
-            if arg == "--" { onlyPositionals = true; continue }
-            var name = String(arg.drop(while: { $0 == "-" }))
-            var inlineValue: String?
-            if let eq = name.firstIndex(of: "=") {
-                inlineValue = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
+            if arg == "--" {
+                onlyPositionals = true
+                continue
             }
-            if name == "h" { name = "help" }
-            if name == "j" { name = "jobs" }
-            if name == "v" { name = "verbose" }
-            if name == "H" { name = "header" }
-            if name == "A" { name = "user-agent" }
-            if pairOptions.contains(name) {
-                guard inlineValue == nil, i + 1 < args.count else {
-                    throw UsageError("option --\(name) needs two values")
-                }
+            var written = String(arg.drop(while: { $0 == "-" }))
+            var inlineValue: String?
+            if let eq = written.firstIndex(of: "=") {
+                inlineValue = String(written[written.index(after: eq)...])
+                written = String(written[..<eq])
+            }
+            guard let option = options.named(written) else { throw UsageError("unknown option \(arg)") }
+            let name = option.name
+            switch option.takes {
+            case .pair:
+                guard inlineValue == nil, i + 1 < args.count else { throw UsageError("option --\(name) needs two values") }
                 pairs[name, default: []].append((args[i], args[i + 1]))
                 i += 2
-            } else if valueOptions.contains(name) {
+            case .value:
                 let value: String
                 if let inlineValue {
                     value = inlineValue
@@ -57,7 +51,7 @@ struct Arguments {
                 }
                 values[name] = value
                 repeated[name, default: []].append(value)
-            } else if let pattern = optionalValues[name] {
+            case .optionalValue(_, let pattern):
                 flags.insert(name)
                 if let inlineValue {
                     values[name] = inlineValue
@@ -65,11 +59,9 @@ struct Arguments {
                     values[name] = args[i]
                     i += 1
                 }
-            } else if flagOptions.contains(name) {
+            case .nothing:
                 guard inlineValue == nil else { throw UsageError("option --\(name) takes no value") }
                 flags.insert(name)
-            } else {
-                throw UsageError("unknown option \(arg)")
             }
         }
     }

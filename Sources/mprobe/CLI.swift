@@ -5,7 +5,7 @@ import Foundation
 enum CLI {
     static let commands: [any Command.Type] = [
         ProbeCommand.self, PrefetchCommand.self, CheckCommand.self, ThumbsCommand.self, CatCommand.self,
-        CacheCommand.self, ServeCommand.self, FFprobeCommand.self,
+        CacheCommand.self, ServeCommand.self, FFprobeCommand.self, CompletionsCommand.self,
     ]
 
     static func mainHelp() -> String {

@@ -45,7 +45,7 @@ struct FFprobeArguments {
             i += 1
             if arg.hasPrefix("--") {
                 mprobeOptions.append(arg)
-                if GlobalOptions.valueOptions.contains(String(arg.dropFirst(2))), i < argv.count {
+                if case .value = GlobalOptions.options.named(String(arg.dropFirst(2)))?.takes, i < argv.count {
                     mprobeOptions.append(argv[i])
                     i += 1
                 }
@@ -81,9 +81,14 @@ struct FFprobeArguments {
         self.streams = streams
         self.input = input
         self.logLevel = logLevel
-        global = try Arguments(
-            mprobeOptions, valueOptions: GlobalOptions.valueOptions,
-            flagOptions: ["no-cache", "offline", "location-trusted"])
+        global = try Arguments(mprobeOptions, options: FFprobeArguments.accepted)
+    }
+
+    /// mprobe's own options, in `--name` form among ffprobe's: the common ones that take a value,
+    /// and the flags that say how to fetch (output is ffprobe's, so not --json or -v).
+    static let accepted = GlobalOptions.options.filter { option in
+        if case .value = option.takes { return true }
+        return ["no-cache", "offline", "location-trusted"].contains(option.name)
     }
 
     /// `LEVEL`, a number, or with ffprobe's flags in front (`repeat+level+error`).

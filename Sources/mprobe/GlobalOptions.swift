@@ -7,35 +7,37 @@ import URLSupport
 
 /// Options every command that reads input understands, over the config file's defaults.
 struct GlobalOptions {
-    static let valueOptions: Set<String> = [
-        "cache-dir", "timeout", "cacert", "max-cache-size", "header", "header-file",
-        "user-agent", "proxy", "cache-key", "cache-key-ignore-query", "config",
+    static let options: [Option] = [
+        Option("cache-dir", .value("DIR"), """
+            cache directory (default: $MPROBE_CACHE_DIR, else $XDG_CACHE_HOME/mprobe,
+            else ~/.cache/mprobe)
+            """),
+        Option("max-cache-size", .value("SIZE"), """
+            cache size limit, e.g. 500M, 10G (default 10G); least recently used
+            resources are evicted; a resource bigger than the limit is streamed through
+            """),
+        Option("no-cache", "do not use the cache (remote bytes are kept in memory only)"),
+        Option("offline", "never touch the network; a byte that is not cached is an error (exit 4)"),
+        Option("timeout", .value("SECONDS"), "connect timeout and longest stall of a transfer (default 30)"),
+        Option("cacert", .value("FILE"), "extra CA certificates (PEM) for HTTPS origins"),
+        Option("header", short: "H", .value("'N: V'"), "send this header to origins (repeatable); never shown or stored"),
+        Option("header-file", .value("FILE"), "headers from FILE, one per line (keep secrets off the command line)"),
+        Option("user-agent", short: "A", .value("UA"), "the User-Agent to send"),
+        Option("location-trusted", "keep Authorization and Cookie on redirects to other hosts"),
+        Option("proxy", .value("URL"), "send requests through this proxy (else http_proxy, https_proxy, no_proxy)"),
+        Option("cache-key", .value("PRESET"), """
+            key signed URLs without their signature: s3 (X-Amz-*), cloudfront
+            (Expires, Signature, Key-Pair-Id, Policy) or gcs (X-Goog-*)
+            """),
+        Option("cache-key-ignore-query", .value("NAMES"), """
+            query parameters left out of cache keys and hidden when shown, comma
+            separated; NAME* for a prefix, * for the whole query
+            """),
+        Option("config", .value("FILE"), "defaults from FILE (else $XDG_CONFIG_HOME/mprobe/config.json if present)"),
+        Option("json", "machine-readable output"),
+        Option("verbose", short: "v", "also show what it cost (requests, bytes) and FFmpeg's warnings"),
+        Option("help", short: "h", "this help"),
     ]
-    static let flagOptions: Set<String> = ["no-cache", "offline", "json", "help", "verbose", "location-trusted"]
-    static let help = """
-        Common options:
-          --cache-dir DIR        cache directory (default: $MPROBE_CACHE_DIR, else $XDG_CACHE_HOME/mprobe,
-                                 else ~/.cache/mprobe)
-          --max-cache-size SIZE  cache size limit, e.g. 500M, 10G (default 10G); least recently used
-                                 resources are evicted; a resource bigger than the limit is streamed through
-          --no-cache             do not use the cache (remote bytes are kept in memory only)
-          --offline              never touch the network; a byte that is not cached is an error (exit 4)
-          --timeout SECONDS      connect timeout and longest stall of a transfer (default 30)
-          --cacert FILE          extra CA certificates (PEM) for HTTPS origins
-          -H, --header 'N: V'    send this header to origins (repeatable); never shown or stored
-          --header-file FILE     headers from FILE, one per line (keep secrets off the command line)
-          -A, --user-agent UA    the User-Agent to send
-          --location-trusted     keep Authorization and Cookie on redirects to other hosts
-          --proxy URL            send requests through this proxy (else http_proxy, https_proxy, no_proxy)
-          --cache-key PRESET     key signed URLs without their signature: s3 (X-Amz-*), cloudfront
-                                 (Expires, Signature, Key-Pair-Id, Policy) or gcs (X-Goog-*)
-          --cache-key-ignore-query NAMES
-                                 query parameters left out of cache keys and hidden when shown, comma
-                                 separated; NAME* for a prefix, * for the whole query
-          --config FILE          defaults from FILE (else $XDG_CONFIG_HOME/mprobe/config.json if present)
-          --json                 machine-readable output
-          -h, --help             this help
-        """
 
     let args: Arguments
     /// The config file's defaults (empty without one); flags win.

@@ -9,11 +9,12 @@ import URLSupport
 enum CacheCommand: OptionCommand {
     static let name = "cache"
     static let summary = "inspect or clear the cache (stats, ls, ranges, rm, clear)"
-    static let help = """
+    static let usageText = """
         Usage: mprobe cache stats|ls|clear [--json] [--cache-dir DIR]
                mprobe cache ranges URL [--json]
                mprobe cache rm URL [--json]
-
+        """
+    static let about = """
           stats    resources, stored bytes, limit, hits and misses
           ls       every cached resource: size, stored bytes, last access, URL
           ranges   the byte ranges of URL that are cached, drawn over the terminal's width:
@@ -22,11 +23,8 @@ enum CacheCommand: OptionCommand {
                    the duration, then the ranges (--json: "end" is exclusive)
           rm       remove URL from the cache
           clear    remove everything
-
-        \(GlobalOptions.help)
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions
+    static let options: [Option] = []
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard let action = args.positionals.first else {

@@ -5,20 +5,13 @@ import URLSupport
 enum CatCommand: OptionCommand {
     static let name = "cat"
     static let summary = "write a resource's bytes (through the cache) to stdout"
-    static let help = """
-        Usage: mprobe cat URL|PATH [--range A-B] [options]
-
+    static let usageText = "Usage: mprobe cat URL|PATH [--range A-B] [options]"
+    static let about = """
         Writes the bytes of URL to stdout, served from the cache where present and fetched with
         closed HTTP range requests where not (only the missing gaps are requested). Local paths and
-        file:// URLs are read directly.
-
-          --range A-B   only bytes A to B, inclusive as in HTTP (A- means to the end)
-          -v, --verbose report requests and bytes on stderr when done
-
-        \(GlobalOptions.help)
+        file:// URLs are read directly. -v reports requests and bytes on stderr when done.
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["range"])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions
+    static let options = [Option("range", .value("A-B"), "only bytes A to B, inclusive as in HTTP (A- means to the end)")]
 
     /// Bytes of the first missing gap fetched before anything is written (one readahead window).
     static let firstGapProbe: Int64 = 256 << 10

@@ -6,27 +6,24 @@ import Reports
 enum CheckCommand: OptionCommand {
     static let name = "check"
     static let summary = "decode a window of each track: will it play (also --offline)"
-    static let help = """
+    static let usageText = """
         Usage: mprobe check URL|PATH [--start T] [--seconds N] [--tracks LIST] [--offline] [--json]
-
+        """
+    static let about = """
         Demuxes and decodes every packet of the window [T, T+N] for the default video and audio
         track (or --tracks), as a player starting at T would (video from the key frame before T),
         and reports the frames decoded per track and any decode error. Exit 0 only if the whole
         window decoded; a decode error is a media error (exit 5). With --offline, bytes that are
         not cached are an error naming the range (exit 4): run it after `mprobe prefetch` to
-        prove that playback can start without the network.
-
-        \(WindowOptions.help)
-          --variant V      HLS: the variant to check (best, worst or a BANDWIDTH, as prefetch takes);
-                           its segments of the window are read in a row, as a player's demuxer does
-          --json           one object: tracks with frames, packets, errors; "ok"
-
-        \(GlobalOptions.help)
+        prove that playback can start without the network. --json gives one object: tracks with
+        frames, packets, errors; "ok".
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions).union([
-        "variant"
-    ])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions
+    static let options: [Option] = WindowOptions.options + [
+        Option("variant", .value("V"), """
+            HLS: the variant to check (best, worst or a BANDWIDTH, as prefetch takes);
+            its segments of the window are read in a row, as a player's demuxer does
+            """)
+    ]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.count == 1 else { throw UsageError("check needs exactly one URL or path") }

@@ -10,25 +10,37 @@ protocol Command: Sendable {
 }
 
 /// A command with mprobe's own option syntax (`--name value`, `--flag`), parsed by `Arguments`
-/// against the options it declares.
+/// against its table of options, from which its help is made too.
 protocol OptionCommand: Command {
-    static var valueOptions: Set<String> { get }
-    static var flagOptions: Set<String> { get }
-    /// Flags that may carry a value, with the pattern a following argument must match to be it.
-    static var optionalValues: [String: String] { get }
-    /// Options followed by two values.
-    static var pairOptions: Set<String> { get }
+    /// The `Usage:` lines.
+    static var usageText: String { get }
+    /// What it does: the paragraphs between the usage and the options.
+    static var about: String { get }
+    /// Its own options, in the order help lists them.
+    static var options: [Option] { get }
+    /// Text after its options, before the common ones (none by default).
+    static var afterOptions: String { get }
+    /// The options it shares with other commands (`GlobalOptions.options` by default).
+    static var commonOptions: [Option] { get }
     static func run(_ args: Arguments) throws -> ExitCode
 }
 
 extension OptionCommand {
-    static var optionalValues: [String: String] { [:] }
-    static var pairOptions: Set<String> { [] }
+    static var afterOptions: String { "" }
+    static var commonOptions: [Option] { GlobalOptions.options }
+
+    /// Every option it accepts.
+    static var allOptions: [Option] { options + commonOptions }
+
+    static var help: String {
+        var parts = [usageText, about, options.helpText()]
+        if !afterOptions.isEmpty { parts.append(afterOptions) }
+        if !commonOptions.isEmpty { parts.append("Common options:\n" + commonOptions.helpText()) }
+        return parts.joined(separator: "\n\n")
+    }
 
     static func main(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(
-            argv, valueOptions: valueOptions, flagOptions: flagOptions, optionalValues: optionalValues,
-            pairOptions: pairOptions)
+        let args = try Arguments(argv, options: allOptions)
         if args.flag("help") {
             Console.out(help)
             return .success

@@ -7,10 +7,11 @@ import Reports
 enum PrefetchCommand: OptionCommand {
     static let name = "prefetch"
     static let summary = "cache the bytes a player needs to start at T and play N seconds"
-    static let help = """
+    static let usageText = """
         Usage: mprobe prefetch URL... [--start T] [--seconds N] [--tracks LIST] [--plan] [--json]
                                       [--connections C] [-j N] [-i FILE|-] [--quiet]
-
+        """
+    static let about = """
         Plans from the demuxer's index exactly which byte ranges a player needs to start at T and
         play N seconds (the header, then for video every sample from the key frame at or before T,
         for the other tracks the samples in the window), merges ranges less than 64 KiB apart,
@@ -21,24 +22,22 @@ enum PrefetchCommand: OptionCommand {
         An HLS playlist: the playlists, then the initialization section and exactly the segments
         (or byte ranges) that cover the window, of one variant and of the audio rendition it plays
         with, each one request. A live playlist (no #EXT-X-ENDLIST) is refused: its segments slide
-        away. Encrypted segments are refused (mprobe does not fetch keys).
-
-        \(WindowOptions.help)
-          --plan           print the plan and fetch nothing more (the header is read to make it)
-          --connections C  parallel requests per input (default 4)
-          --variant V      HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed
-          --first-segment  HLS: also each playlist's first segment, which ffmpeg-based players read
-                           before they seek (without it the window plays offline in players that
-                           start at the window's segment, such as hls.js)
-          -j N             inputs at once (default 4);  -i FILE  inputs from FILE ('-': stdin)
-          --quiet          no progress bar (there is none when stderr is not a terminal)
-          --json           one object per input, ranges included
-
-        \(GlobalOptions.help)
+        away. Encrypted segments are refused (mprobe does not fetch keys). --json gives one object
+        per input, ranges included.
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(WindowOptions.valueOptions)
-        .union(["jobs", "i", "connections", "variant"])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["plan", "quiet", "first-segment"])
+    static let options: [Option] = WindowOptions.options + [
+        Option("plan", "print the plan and fetch nothing more (the header is read to make it)"),
+        Option("connections", .value("C"), "parallel requests per input (default 4)"),
+        Option("variant", .value("V"), "HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed"),
+        Option("first-segment", """
+            HLS: also each playlist's first segment, which ffmpeg-based players read
+            before they seek (without it the window plays offline in players that
+            start at the window's segment, such as hls.js)
+            """),
+        Option("jobs", short: "j", .value("N"), "inputs at once (default 4)"),
+        Option("i", .value("FILE"), "inputs from FILE, one per line ('-' for stdin)"),
+        Option("quiet", "no progress bar (there is none when stderr is not a terminal)"),
+    ]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = try GlobalOptions(args)

@@ -8,10 +8,11 @@ import Reports
 enum ProbeCommand: OptionCommand {
     static let name = "probe"
     static let summary = "duration, container, tracks and moov position (the default command)"
-    static let help = """
+    static let usageText = """
         Usage: mprobe URL|PATH...            (same as mprobe probe)
                mprobe probe URL|PATH... [--json | --of ffprobe] [--fast] [-j N] [-i FILE|-]
-
+        """
+    static let about = """
         Reports the container, duration, size, bit rate and every track (codec, profile, size,
         frame rate, pixel format, sample rate, channels, language, rotation), and for MP4/MOV
         where the moov box sits and whether the file is fragmented. An HLS playlist (master or
@@ -25,27 +26,28 @@ enum ProbeCommand: OptionCommand {
         moov. libavformat then reads the first packets of each track from the cache, or with one more
         small request, to fill in fields the header lacks (pixel format, profile of some codecs).
         --fast skips that step: header fields only, no sample data.
-
-          --json        one JSON object per input (JSON Lines for several inputs)
-          --of ffprobe  what `ffprobe -v error -of json -show_format -show_streams` prints, key for
-                        key (one object per input, laid out as ffprobe does); --of mprobe (the
-                        default) is mprobe's own report. See also `mprobe ffprobe`.
-          --fast        header only: no sample data is read
-          --variants V  for an HLS playlist: whose first segment to probe: best (the highest
-                        bandwidth, the default), all, or a count N of the highest (0: playlists only).
-                        Every variant's playlist is read; of segments, only those first ones (and
-                        the audio renditions the probed variants play with).
-          -j N          probe N inputs at once (default 4); output stays in input order
-          -i FILE       read inputs from FILE, one per line ('-' for stdin)
-          -v            also show what it cost (requests, bytes) and FFmpeg's warnings
-
-        With several inputs one failure does not stop the others; the exit status is then 1 if
-        any failed. With one input it is that failure's own code.
-
-        \(GlobalOptions.help)
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union(["jobs", "i", "of", "variants"])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["fast"])
+    static let options: [Option] = [
+        Option("of", .value("FORMAT"), """
+            ffprobe: what `ffprobe -v error -of json -show_format -show_streams` prints, key for
+            key (one object per input, laid out as ffprobe does); mprobe (the default) is
+            mprobe's own report. See also `mprobe ffprobe`.
+            """),
+        Option("fast", "header only: no sample data is read"),
+        Option("variants", .value("V"), """
+            for an HLS playlist: whose first segment to probe: best (the highest
+            bandwidth, the default), all, or a count N of the highest (0: playlists only).
+            Every variant's playlist is read; of segments, only those first ones (and
+            the audio renditions the probed variants play with).
+            """),
+        Option("jobs", short: "j", .value("N"), "probe N inputs at once (default 4); output stays in input order"),
+        Option("i", .value("FILE"), "read inputs from FILE, one per line ('-' for stdin)"),
+    ]
+    static let afterOptions = """
+        --json gives one JSON object per input (JSON Lines for several inputs). With several inputs
+        one failure does not stop the others; the exit status is then 1 if any failed. With one
+        input it is that failure's own code.
+        """
 
     /// `--of`: mprobe's report (human, or `--json`), or ffprobe's JSON.
     enum Output: String { case mprobe, ffprobe }

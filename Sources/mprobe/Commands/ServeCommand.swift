@@ -6,13 +6,14 @@ import Service
 enum ServeCommand: OptionCommand {
     static let name = "serve"
     static let summary = "run the HTTP API, jobs and the caching range proxy for players"
-    static let help = """
+    static let usageText = """
         Usage: mprobe serve [--listen HOST:PORT] [--token TOKEN | --token-file FILE]
                             [--public-host NAME[:PORT]]... [--allow-origin ORIGIN]...
                             [--allow-host HOST[:PORT]]... [--header-for HOST 'Name: value']...
                             [--location-trusted HOST]... [--cache-dir DIR] [--max-cache-size SIZE]
                             [--workers N] [--max-connections-per-client N] [--timeout SECONDS] [--cacert FILE]
-
+        """
+    static let about = """
         Serves, over HTTP:
           GET  /                           the dashboard, for a browser: cache, jobs, storyboards, probe, health
           GET  /openapi.json               this API described in OpenAPI 3.1 (docs/openapi.json)
@@ -30,51 +31,61 @@ enum ServeCommand: OptionCommand {
                                            numbers of /metrics a person reads, as JSON
         Jobs are kept in DIR/jobs.sqlite: a restart loses none and runs queued and interrupted ones
         again. See docs/service.md for every endpoint with curl, and its "Security" section.
-
-          --listen HOST:PORT   address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6);
-                               any other than loopback needs a token
-          --token TOKEN        require Authorization: Bearer TOKEN on every endpoint but /healthz,
-                               /openapi.json and the dashboard's files (the page asks for the token);
-                               /v1/stream and job files also take ?token=TOKEN, for players
-          --token-file FILE    the token from FILE (first line), kept off the command line
-          --public-host NAME[:PORT]
-                               a name requests may give as Host besides the listen address and
-                               localhost (repeatable; without a port, any port): what a front such as
-                               nginx passes on; needs a token. Any other Host is answered 421 (DNS rebinding)
-          --allow-origin ORIGIN
-                               pages of ORIGIN (https://app.example.com) may play media through
-                               /v1/stream and read job files (repeatable); pages of other origins
-                               are refused everywhere but /healthz, /openapi.json and the dashboard
-          --allow-host H[:P]   an internal origin that may be fetched (repeatable); loopback, private,
-                               link-local and unique-local addresses are refused otherwise
-          --header-for HOST 'Name: value'
-                               send this header to origins whose host matches HOST (example.com,
-                               *.example.com, example.com:8443), and to no other (repeatable); the
-                               config file's hosts.HOST.headers do the same. A header for every host
-                               (-H, --header-file, the config's top-level headers) is refused: the
-                               service fetches whatever URL a client names
-          --location-trusted HOST
-                               a header for one host also follows redirects from it to HOST (repeatable);
-                               otherwise a redirect to a host its pattern does not match drops it
-          --workers N          jobs run at once (default 2)
-          --max-connections-per-client N
-                               connections one client address may hold at once (default 64; 0 for no
-                               limit, e.g. behind a front whose address every request comes from)
-
+        """
+    static let options: [Option] = [
+        Option("listen", .value("HOST:PORT"), """
+            address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6);
+            any other than loopback needs a token
+            """),
+        Option("token", .value("TOKEN"), """
+            require Authorization: Bearer TOKEN on every endpoint but /healthz,
+            /openapi.json and the dashboard's files (the page asks for the token);
+            /v1/stream and job files also take ?token=TOKEN, for players
+            """),
+        Option("token-file", .value("FILE"), "the token from FILE (first line), kept off the command line"),
+        Option("public-host", .value("NAME[:PORT]"), """
+            a name requests may give as Host besides the listen address and
+            localhost (repeatable; without a port, any port): what a front such as
+            nginx passes on; needs a token. Any other Host is answered 421 (DNS rebinding)
+            """),
+        Option("allow-origin", .value("ORIGIN"), """
+            pages of ORIGIN (https://app.example.com) may play media through
+            /v1/stream and read job files (repeatable); pages of other origins
+            are refused everywhere but /healthz, /openapi.json and the dashboard
+            """),
+        Option("allow-host", .value("H[:P]"), """
+            an internal origin that may be fetched (repeatable); loopback, private,
+            link-local and unique-local addresses are refused otherwise
+            """),
+        Option("header-for", .pair("HOST", "'Name: value'"), """
+            send this header to origins whose host matches HOST (example.com,
+            *.example.com, example.com:8443), and to no other (repeatable); the
+            config file's hosts.HOST.headers do the same. A header for every host
+            (-H, --header-file, the config's top-level headers) is refused: the
+            service fetches whatever URL a client names
+            """),
+        Option("location-trusted", .value("HOST"), """
+            a header for one host also follows redirects from it to HOST (repeatable);
+            otherwise a redirect to a host its pattern does not match drops it
+            """),
+        Option("workers", .value("N"), "jobs run at once (default 2)"),
+        Option("max-connections-per-client", .value("N"), """
+            connections one client address may hold at once (default 64; 0 for no
+            limit, e.g. behind a front whose address every request comes from)
+            """),
+        Option("help", short: "h", "this help"),
+    ]
+    static let afterOptions = """
         Stops cleanly on SIGTERM or Ctrl-C: no new connections, running jobs go back to the queue,
         responses in flight get 5 seconds to finish.
-
-          --cache-dir DIR        the cache (and jobs.sqlite); default as for the other commands
-          --max-cache-size SIZE  cache size limit, e.g. 500M, 10G (default 10G)
-          --timeout SECONDS      connect timeout and longest stall of an origin transfer (default 30)
-          --cacert FILE          extra CA certificates (PEM) for HTTPS origins
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions.union([
-        "listen", "token", "token-file", "allow-host", "workers", "public-host", "allow-origin", "location-trusted",
-        "max-connections-per-client",
-    ])
-    static let flagOptions: Set<String> = ["help"]
-    static let pairOptions: Set<String> = ["header-for"]
+    /// The common options that take a value; of their flags, only --help (which serve lists itself).
+    static var commonOptions: [Option] {
+        GlobalOptions.options.filter { option in
+            if case .value = option.takes { return option.name != "location-trusted" }
+            return false
+        }
+    }
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.isEmpty else { throw UsageError("serve takes no operands") }

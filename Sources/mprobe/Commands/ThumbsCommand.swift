@@ -6,48 +6,53 @@ import Reports
 enum ThumbsCommand: OptionCommand {
     static let name = "thumbs"
     static let summary = "thumbnails from key frames, a sprite sheet and a WebVTT storyboard"
-    static let help = """
+    static let usageText = """
         Usage: mprobe thumbs URL... [--every S | --count N | --at T1,T2,...] [--width W] [--height H]
                                     [--format jpg|png|webp] [--quality Q] [--out DIR] [--sprite [COLSxROWS]]
                                     [--storyboard vtt,hls,dash] [--skip-black] [--accurate] [--json]
                                     [-j N] [-i FILE|-] [--quiet]
-
+        """
+    static let about = """
         For each time, the key frame at or before it is found in the demuxer's index; every byte
         range needed for all thumbnails is fetched in one parallel wave; then each key frame is
         decoded alone (no following frames), scaled to the display aspect (sample aspect ratio and
-        rotation applied) and written as thumb-SSSSSS.mmm.jpg, with manifest.json.
-
-          --every S        one thumbnail every S seconds from 0
-          --count N        N thumbnails spread evenly (default 20)
-          --at LIST        at these times (seconds, comma separated); past the end: the last key frame
-          --width W        width in pixels (default 320; height follows the aspect)
-          --height H       height in pixels (with --width: fit inside W x H)
-          --format F       jpg (default), png or webp;  --quality Q  1-100 (default 80)
-          --out DIR        where to write (default ./thumbs); several inputs get a folder each
-          --sprite [CxR]   also sprite sheets and thumbs.vtt: C x R thumbnails a sheet (default square-ish,
-                           one sheet when it fits); more go on sprite-2.jpg, ...; a sheet is at most
-                           65500 pixels a side and 8192x8192 pixels in all
-          --storyboard L   the storyboards beside the sheets, comma separated: vtt (thumbs.vtt, the
-                           default), hls (thumbs.m3u8, an #EXT-X-IMAGES-ONLY playlist, and
-                           thumbs-master.m3u8 with the #EXT-X-IMAGE-STREAM-INF line for your master),
-                           dash (thumbs-adaptationset.xml, a DASH-IF thumbnail AdaptationSet over
-                           sprite-1.jpg, sprite-2.jpg, ...). hls and dash need --every or --count, make
-                           sheets without --sprite (10x10 tiles) and keep every sheet the same grid,
-                           at most 4096 pixels a side (what TV players decode)
-          --skip-black     a key frame that is nearly black or flat gives way to the next one (up
-                           to 4 key frames, 10 s, on); the manifest says the time it replaced
-          --accurate       decode from the key frame up to the exact time (fetches more)
-          -j N, -i FILE    several inputs at once / from a list, as for probe
-          --json           one object per input: the manifest, the notes and what it fetched
-
-        \(GlobalOptions.help)
+        rotation applied) and written as thumb-SSSSSS.mmm.jpg, with manifest.json. --json gives one
+        object per input: the manifest, the notes and what it fetched.
         """
-    static let valueOptions: Set<String> = GlobalOptions.valueOptions
-        .union(["every", "count", "at", "width", "height", "format", "quality", "out", "jobs", "i", "storyboard"])
-    static let flagOptions: Set<String> = GlobalOptions.flagOptions.union(["accurate", "quiet", "skip-black"])
-    /// A next argument shaped like a grid (any case of x, so that 5X4 is an error about the grid,
-    /// not an input named 5X4) is the grid.
-    static let optionalValues = ["sprite": "^[0-9]+[xX][0-9]+$"]
+    static let options: [Option] = [
+        Option("every", .value("S"), "one thumbnail every S seconds from 0"),
+        Option("count", .value("N"), "N thumbnails spread evenly (default 20)"),
+        Option("at", .value("LIST"), "at these times (seconds, comma separated); past the end: the last key frame"),
+        Option("width", .value("W"), "width in pixels (default 320; height follows the aspect)"),
+        Option("height", .value("H"), "height in pixels (with --width: fit inside W x H)"),
+        Option("format", .value("F"), "jpg (default), png or webp"),
+        Option("quality", .value("Q"), "1-100 (default 80)"),
+        Option("out", .value("DIR"), "where to write (default ./thumbs); several inputs get a folder each"),
+        // A next argument shaped like a grid (any case of x, so that 5X4 is an error about the grid,
+        // not an input named 5X4) is the grid.
+        Option("sprite", .optionalValue("CxR", pattern: "^[0-9]+[xX][0-9]+$"), """
+            also sprite sheets and thumbs.vtt: C x R thumbnails a sheet (default square-ish,
+            one sheet when it fits); more go on sprite-2.jpg, ...; a sheet is at most
+            65500 pixels a side and 8192x8192 pixels in all
+            """),
+        Option("storyboard", .value("L"), """
+            the storyboards beside the sheets, comma separated: vtt (thumbs.vtt, the
+            default), hls (thumbs.m3u8, an #EXT-X-IMAGES-ONLY playlist, and
+            thumbs-master.m3u8 with the #EXT-X-IMAGE-STREAM-INF line for your master),
+            dash (thumbs-adaptationset.xml, a DASH-IF thumbnail AdaptationSet over
+            sprite-1.jpg, sprite-2.jpg, ...). hls and dash need --every or --count, make
+            sheets without --sprite (10x10 tiles) and keep every sheet the same grid,
+            at most 4096 pixels a side (what TV players decode)
+            """),
+        Option("skip-black", """
+            a key frame that is nearly black or flat gives way to the next one (up
+            to 4 key frames, 10 s, on); the manifest says the time it replaced
+            """),
+        Option("accurate", "decode from the key frame up to the exact time (fetches more)"),
+        Option("jobs", short: "j", .value("N"), "inputs at once (default 4)"),
+        Option("i", .value("FILE"), "inputs from FILE, one per line ('-' for stdin)"),
+        Option("quiet", "no progress bar"),
+    ]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = try GlobalOptions(args)

@@ -3,13 +3,14 @@ import MediaSource
 
 /// `--start`, `--seconds` and `--tracks`, shared by prefetch and check.
 struct WindowOptions {
-    static let valueOptions: Set<String> = ["start", "seconds", "tracks"]
-    static let help = """
-          --start T        window start in seconds (default 0)
-          --seconds N      window length in seconds (default 10)
-          --tracks LIST    default (the default video and audio track), all, or a comma list of
-                           track indices and kinds, e.g. 0,2 or video,audio
-        """
+    static let options: [Option] = [
+        Option("start", .value("T"), "window start in seconds (default 0)"),
+        Option("seconds", .value("N"), "window length in seconds (default 10)"),
+        Option("tracks", .value("LIST"), """
+            default (the default video and audio track), all, or a comma list of
+            track indices and kinds, e.g. 0,2 or video,audio
+            """),
+    ]
 
     let window: PlaybackWindow
     var start: Double { window.start }
