@@ -1,10 +1,12 @@
 import Foundation
+import Support
 
 /// A one-line progress bar on stderr, redrawn in place; only when stderr is a terminal.
-final class ProgressBar: @unchecked Sendable {
+final class ProgressBar: Sendable {
     private let enabled: Bool
     private let started = Date()
-    private let lock = NSLock()
+    /// Held while a line is written: the workers' updates do not interleave on the terminal.
+    private let writing = BlockingLock(())
 
     init(quiet: Bool) {
         enabled = !quiet && isatty(STDERR_FILENO) != 0
@@ -34,11 +36,11 @@ final class ProgressBar: @unchecked Sendable {
     /// Just `text`, for work whose total is not known (a list read as it goes).
     func update(text: String) {
         guard enabled else { return }
-        lock.withLock { Console.writeStderr("\r" + text + "\u{1B}[K") }
+        writing.withLock { _ in Console.writeStderr("\r" + text + "\u{1B}[K") }
     }
 
     func finish() {
         guard enabled else { return }
-        lock.withLock { Console.writeStderr("\r\u{1B}[K") }
+        writing.withLock { _ in Console.writeStderr("\r\u{1B}[K") }
     }
 }

@@ -2,6 +2,7 @@ import Containers
 import Foundation
 import MediaSource
 import RangeFetch
+import Synchronization
 
 /// What a prefetch of an HLS stream planned and did, per media playlist it reads.
 public struct StreamPrefetchResult: Sendable {
@@ -158,11 +159,10 @@ public struct StreamPrefetchJob: Sendable {
 }
 
 /// A count shared by the prefetch workers.
-private final class ManagedCounter: @unchecked Sendable {
-    private var count: Int64 = 0
-    private let lock = NSLock()
-    func add(_ n: Int64) { lock.withLock { count += n } }
-    var value: Int64 { lock.withLock { count } }
+private final class ManagedCounter: Sendable {
+    private let count = Atomic<Int64>(0)
+    func add(_ n: Int64) { _ = count.wrappingAdd(n, ordering: .relaxed) }
+    var value: Int64 { count.load(ordering: .relaxed) }
 }
 
 /// What of a stream is cached: per variant and rendition whose playlist is, the stretches whose

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Support
 import Synchronization
 
 /// An embedded HTTP/1.1 server (libmicrohttpd): the single owner of the `MHD_Daemon`, stopped in
@@ -100,27 +101,28 @@ public final class HTTPServer: Sendable {
 }
 
 /// The `MHD_Daemon*`: stopped exactly once, by `stop()` or `deinit`.
-private final class DaemonHandle: @unchecked Sendable {
-    // Guarded by `lock`.
-    private var daemon: OpaquePointer?
-    private var quiesced = false
-    private let lock = NSLock()
+private final class DaemonHandle: Sendable {
+    private struct State: @unchecked Sendable {  // the pointer is only used under the lock, or after it is taken out
+        var daemon: OpaquePointer?
+        var quiesced = false
+    }
+    private let state: BlockingLock<State>
 
-    init(_ daemon: OpaquePointer) { self.daemon = daemon }
+    init(_ daemon: OpaquePointer) { state = BlockingLock(State(daemon: daemon)) }
 
     func quiesce() {
-        lock.withLock {
-            guard let daemon, !quiesced else { return }
-            quiesced = true
+        state.withLock { s in
+            guard let daemon = s.daemon, !s.quiesced else { return }
+            s.quiesced = true
             let socket = MHD_quiesce_daemon(daemon)
             if socket >= 0 { close(socket) }  // the listening socket is ours once quiesced
         }
     }
 
     func stop() {
-        let running: OpaquePointer? = lock.withLock {
-            defer { daemon = nil }
-            return daemon
+        let running: OpaquePointer? = state.withLock { s in
+            defer { s.daemon = nil }
+            return s.daemon
         }
         if let running { MHD_stop_daemon(running) }
     }

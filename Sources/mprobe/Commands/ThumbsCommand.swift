@@ -1,6 +1,7 @@
 import Foundation
 import MediaKit
 import Reports
+import Synchronization
 
 /// `mprobe thumbs URL...`: key-frame thumbnails, a sprite sheet and a WebVTT storyboard.
 enum ThumbsCommand: OptionCommand {
@@ -148,13 +149,12 @@ struct FolderNamer {
 }
 
 /// Counters for the progress bar, shared by the worker threads.
-final class ThumbsProgress: @unchecked Sendable {
-    private let lock = NSLock()
-    private var thumbnails = 0
-    private var inputs = 0
+final class ThumbsProgress: Sendable {
+    private let thumbnails = Atomic<Int>(0)
+    private let inputs = Atomic<Int>(0)
 
-    func thumbnailDone() { lock.withLock { thumbnails += 1 } }
-    func inputDone() { lock.withLock { inputs += 1 } }
+    func thumbnailDone() { _ = thumbnails.wrappingAdd(1, ordering: .relaxed) }
+    func inputDone() { _ = inputs.wrappingAdd(1, ordering: .relaxed) }
     /// Thumbnails made and inputs finished so far.
-    var counts: (Int, Int) { lock.withLock { (thumbnails, inputs) } }
+    var counts: (Int, Int) { (thumbnails.load(ordering: .relaxed), inputs.load(ordering: .relaxed)) }
 }
