@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers point one way: mprobe (CLI) → Reports → MediaKit → MediaSource → ByteCache, RangeFetch → C modules.
-// ByteCache knows nothing of HTTP or FFmpeg; RangeFetch knows nothing of caching.
+// Layers point one way (docs/architecture.md draws them): mprobe (CLI), Serving → Reports → MediaKit (the jobs)
+// → Containers and FFmpeg → ByteSources → Caching, RangeFetch → Support and the C modules. Caching knows
+// nothing of HTTP or FFmpeg; RangeFetch knows nothing of caching; only FFmpeg sees FFmpeg's C structs.
 let package = Package(
     name: "mprobe",
     products: [
@@ -22,51 +23,51 @@ let package = Package(
         .target(name: "URLSupport"),
         // Cancellation, the blocking lock and saturating arithmetic: what every layer shares.
         .target(name: "Support"),
-        .target(name: "ByteCache", dependencies: ["CSQLite", "Support", "URLSupport"]),
+        .target(name: "Caching", dependencies: ["CSQLite", "Support", "URLSupport"]),
         .target(name: "RangeFetch", dependencies: ["CCurl", "Support", "URLSupport"]),
-        .target(name: "MediaSource", dependencies: ["ByteCache", "RangeFetch", "Support", "URLSupport"]),
+        .target(name: "ByteSources", dependencies: ["Caching", "RangeFetch", "Support", "URLSupport"]),
         // FFmpeg's owner types: the only module that sees its C structs and calls its functions.
-        .target(name: "FFmpeg", dependencies: ["CFFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
+        .target(name: "FFmpeg", dependencies: ["CFFmpeg", "ByteSources", "Caching", "RangeFetch", "Support"]),
         // What each container's bytes say (ISO-BMFF, Matroska, MPEG audio, MPEG-TS, HLS and DASH),
         // read over a MediaSource: no FFmpeg here, the parsers return values.
-        .target(name: "Containers", dependencies: ["MediaSource", "ByteCache", "RangeFetch", "Support"]),
+        .target(name: "Containers", dependencies: ["ByteSources", "Caching", "RangeFetch", "Support"]),
         // The jobs: probe, prefetch, check, thumbnails and streams, over Containers and FFmpeg.
         .target(
             name: "MediaKit",
-            dependencies: ["Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support"]),
+            dependencies: ["Containers", "FFmpeg", "ByteSources", "Caching", "RangeFetch", "Support"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
-        .target(name: "Reports", dependencies: ["MediaKit", "FFmpeg", "MediaSource", "ByteCache"]),
+        .target(name: "Reports", dependencies: ["MediaKit", "FFmpeg", "ByteSources", "Caching"]),
         // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
         // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
         // so `mprobe serve` shows it wherever the binary is copied.
         .target(
-            name: "Service",
+            name: "Serving",
             dependencies: [
-                "Reports", "MediaKit", "Containers", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch",
+                "Reports", "MediaKit", "Containers", "FFmpeg", "ByteSources", "Caching", "RangeFetch",
                 "Support", "URLSupport", "CMicroHTTPD", "CSQLite",
             ],
             resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
         .executableTarget(
             name: "mprobe",
             dependencies: [
-                "Service", "Reports", "MediaKit", "FFmpeg", "MediaSource", "ByteCache", "RangeFetch", "Support",
+                "Serving", "Reports", "MediaKit", "FFmpeg", "ByteSources", "Caching", "RangeFetch", "Support",
                 "URLSupport",
             ]),
 
         // Real servers for tests: nginx launcher, the project's fault-injecting HTTP server, TLS material.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ByteCacheTests", dependencies: ["ByteCache", "TestSupport", "URLSupport"]),
+        .testTarget(name: "CachingTests", dependencies: ["Caching", "TestSupport", "URLSupport"]),
         .testTarget(name: "URLSupportTests", dependencies: ["URLSupport"]),
         .testTarget(name: "RangeFetchTests", dependencies: ["RangeFetch", "Support", "TestSupport"]),
-        .testTarget(name: "MediaSourceTests", dependencies: ["MediaSource", "TestSupport"]),
+        .testTarget(name: "ByteSourcesTests", dependencies: ["ByteSources", "TestSupport"]),
         // The fast tier: each container's parsers over bytes in memory (seconds, no server, no FFmpeg).
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "MediaSource", "RangeFetch"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "ByteSources", "RangeFetch"]),
         .testTarget(
-            name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "MediaSource", "TestSupport"]),
+            name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "ByteSources", "TestSupport"]),
         .testTarget(
-            name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "MediaSource", "TestSupport"]),
-        .testTarget(name: "ServiceTests", dependencies: ["Service", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "ByteCache"]),
+            name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "ByteSources", "TestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "Caching"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 import CFFmpeg
-import MediaSource
+import ByteSources
 
 /// Reading every field `ffprobe -show_format -show_streams` reports into `ProbeDetails`, with the
 /// same rules for what counts as unknown.

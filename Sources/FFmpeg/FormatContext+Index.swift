@@ -1,5 +1,5 @@
 import CFFmpeg
-import MediaSource
+import ByteSources
 import RangeFetch
 
 extension FormatContext {

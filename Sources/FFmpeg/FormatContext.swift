@@ -1,7 +1,7 @@
-import ByteCache
+import Caching
 import CFFmpeg
 import Foundation
-import MediaSource
+import ByteSources
 import RangeFetch
 import Support
 

@@ -2,7 +2,7 @@ import CFFmpeg
 
 #if canImport(Glibc)
 import Glibc
-import MediaSource
+import ByteSources
 #endif
 
 /// A libavcodec decoder for one stream; the single owner of its `AVCodecContext`.

@@ -2,7 +2,7 @@ import CFFmpeg
 
 #if canImport(Glibc)
 import Glibc
-import MediaSource
+import ByteSources
 #endif
 
 /// A libavcodec still-image encoder (JPEG, PNG or WebP) for one picture size; the single owner

@@ -1,4 +1,4 @@
-import ByteCache
+import Caching
 import MediaKit
 
 /// The cache as `mprobe cache ... --json` and the service's `/v1/cache` endpoints show it.

@@ -1,10 +1,10 @@
-import ByteCache
+import Caching
 import FFmpeg
 import MediaKit
-import MediaSource
+import ByteSources
 import RangeFetch
 import Reports
-import Service
+import Serving
 
 /// The process exit statuses, documented in `--help` and the README.
 enum ExitCode: Int32, CaseIterable {

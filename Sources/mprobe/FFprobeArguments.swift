@@ -1,5 +1,5 @@
 import MediaKit
-import MediaSource
+import ByteSources
 import Reports
 
 /// The ffprobe command line `mprobe ffprobe` understands: ffprobe's single-dash options that

@@ -1,6 +1,6 @@
-import ByteCache
+import Caching
 import Foundation
-import MediaSource
+import ByteSources
 import RangeFetch
 import Synchronization
 import URLSupport

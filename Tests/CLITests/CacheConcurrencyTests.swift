@@ -1,4 +1,4 @@
-import ByteCache
+import Caching
 import Foundation
 import TestSupport
 import XCTest

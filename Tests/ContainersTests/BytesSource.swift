@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 import RangeFetch
 
 /// A resource held in memory, every byte local: the parsers' input in the fast tier, with no

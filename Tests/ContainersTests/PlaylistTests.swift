@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 import XCTest
 
 @testable import Containers

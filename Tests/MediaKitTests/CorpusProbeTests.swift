@@ -1,7 +1,7 @@
 import FFmpeg
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import TestSupport
 import XCTest
 

@@ -1,8 +1,8 @@
-import ByteCache
+import Caching
 import Containers
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import RangeFetch
 import TestSupport
 import XCTest

@@ -2,7 +2,7 @@ import Containers
 import FFmpeg
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import TestSupport
 import XCTest
 

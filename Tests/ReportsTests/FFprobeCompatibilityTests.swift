@@ -1,6 +1,6 @@
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import Reports
 import TestSupport
 import XCTest

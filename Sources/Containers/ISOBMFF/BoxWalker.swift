@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// One top-level ISO-BMFF box: where it starts, its full size and its header length.
 public struct BoxHeader: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import ByteCache
-import MediaSource
+import Caching
+import ByteSources
 import RangeFetch
 import Support
 

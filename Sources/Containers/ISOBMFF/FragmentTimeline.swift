@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// Where the tracks of a fragmented MP4 end, read from the file's index and its last fragment
 /// instead of from every `moof`. Given a seekable input, libavformat reads every `moof` before it

@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// Box headers and small fields read from bytes already local, within a budget of boxes.
 package struct LocalBoxReader {

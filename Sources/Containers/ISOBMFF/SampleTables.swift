@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// What the sample tables of an MP4's tracks claim, checked against the room their boxes have —
 /// to say what is wrong with a file when libavformat only says "Cannot allocate memory" (it tried

@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// A box header as the file states it, before its size is checked against what contains it.
 /// ISO-BMFF sizes are 32-bit, or 1 followed by a 64-bit size, or 0 for "to the end of the

@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// The durations of an MPEG-TS from the timestamps of its tail, as libavformat estimates them,
 /// from a read sized for a probe: libavformat reads the last 250,000 bytes whatever the bit rate

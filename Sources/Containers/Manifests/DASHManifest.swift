@@ -1,5 +1,5 @@
 import Foundation
-import MediaSource
+import ByteSources
 import RangeFetch
 
 /// A DASH manifest (MPD) read into the same model as an HLS master playlist, so that probe,

@@ -1,5 +1,5 @@
 import Foundation
-import MediaSource
+import ByteSources
 
 /// URIs in playlists and manifests, made absolute.
 package enum StreamURL {

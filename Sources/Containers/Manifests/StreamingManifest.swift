@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// Recognises HLS playlists and DASH manifests by their first bytes, so that they are named as
 /// what they are instead of failing as damaged media (libavformat's readers of them would open

@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// Whether a Matroska file has Cues, where its first Cluster starts and its track numbers, from
 /// the head libavformat has already read (no request): its SeekHead names the Cues, or they sit

@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 import RangeFetch
 import Support
 

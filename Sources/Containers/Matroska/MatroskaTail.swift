@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// The duration of a Matroska file that states none (written as a stream, as a browser's
 /// MediaRecorder writes WebM: no Duration in its Info, no Cues), from its last Cluster: the

@@ -1,6 +1,6 @@
 import Containers
 import FFmpeg
-import MediaSource
+import ByteSources
 import Support
 
 /// Where libavformat's Matroska demuxer and the Matroska parsers meet: the parsers read bytes and

@@ -1,6 +1,6 @@
 import FFmpeg
 import Foundation
-import MediaSource
+import ByteSources
 
 /// Which tracks a prefetch or check covers.
 public enum TrackSelection: Sendable, Equatable {

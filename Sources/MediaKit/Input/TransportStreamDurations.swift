@@ -1,6 +1,6 @@
 import Containers
 import FFmpeg
-import MediaSource
+import ByteSources
 
 /// An MPEG-TS whose analysis left its durations to its tail (`FormatContext.durationsLeftToTheTail`)
 /// has them set from `TransportStreamTail`, as libavformat would have set them.

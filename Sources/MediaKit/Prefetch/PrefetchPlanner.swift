@@ -1,8 +1,8 @@
-import ByteCache
+import Caching
 import Containers
 import FFmpeg
 import Foundation
-import MediaSource
+import ByteSources
 import RangeFetch
 import Support
 

@@ -1,6 +1,6 @@
 import Containers
 import Foundation
-import MediaSource
+import ByteSources
 import RangeFetch
 import Synchronization
 

@@ -1,7 +1,7 @@
 import Containers
 import FFmpeg
 import Foundation
-import MediaSource
+import ByteSources
 import RangeFetch
 
 /// What `mprobe URL` found: a media file, or an HLS stream.

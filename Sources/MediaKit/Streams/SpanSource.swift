@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 
 /// Parts of other sources read as one file: an HLS segment that is a byte range of a larger file,
 /// or a fragmented MP4 segment after its initialization section (`EXT-X-MAP`), which together

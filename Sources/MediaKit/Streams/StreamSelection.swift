@@ -1,6 +1,6 @@
 import Containers
 import Foundation
-import MediaSource
+import ByteSources
 
 /// Which variant of a stream a job plays.
 public enum VariantPick: Sendable, Equatable {

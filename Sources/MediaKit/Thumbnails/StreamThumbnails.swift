@@ -1,6 +1,6 @@
 import Containers
 import Foundation
-import MediaSource
+import ByteSources
 
 extension Thumbnailer {
     /// Thumbnails of an HLS VOD stream, from the lowest variant at least as wide as the pictures

@@ -1,8 +1,8 @@
-import ByteCache
+import Caching
 import Containers
 import FFmpeg
 import Foundation
-import MediaSource
+import ByteSources
 
 /// One thumbnail: the time asked for, the time of the frame shown, and the encoded picture.
 public struct Thumbnail: Sendable {

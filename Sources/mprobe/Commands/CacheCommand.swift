@@ -1,7 +1,7 @@
-import ByteCache
+import Caching
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import Reports
 import URLSupport
 

@@ -1,4 +1,4 @@
-import MediaSource
+import ByteSources
 import URLSupport
 
 /// `mprobe cat URL [--range A-B]`: the bytes, through the cache, to stdout.

@@ -1,6 +1,6 @@
 import FFmpeg
 import MediaKit
-import MediaSource
+import ByteSources
 import Reports
 
 /// `mprobe ffprobe [ffprobe options] INPUT`: a compatibility front end, so that

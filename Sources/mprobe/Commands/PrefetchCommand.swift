@@ -1,6 +1,6 @@
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import Reports
 
 /// `mprobe prefetch URL...`: warm the cache with what a player needs to start at T.

@@ -1,7 +1,7 @@
 import FFmpeg
 import Foundation
 import MediaKit
-import MediaSource
+import ByteSources
 import Reports
 
 /// `mprobe [probe] URL... [--json]`: container, duration, tracks and MP4 layout.

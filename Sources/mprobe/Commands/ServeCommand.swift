@@ -1,6 +1,6 @@
 import Foundation
 import RangeFetch
-import Service
+import Serving
 
 /// `mprobe serve`: the HTTP API, persistent jobs and the caching range proxy.
 enum ServeCommand: OptionCommand {

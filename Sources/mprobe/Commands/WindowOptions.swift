@@ -1,5 +1,5 @@
 import MediaKit
-import MediaSource
+import ByteSources
 
 /// `--start`, `--seconds` and `--tracks`, shared by prefetch and check.
 struct WindowOptions {

@@ -1,0 +1,310 @@
+import Foundation
+import MediaKit
+import ByteSources
+import RangeFetch
+import Reports
+import Support
+import Synchronization
+import URLSupport
+
+/// Runs queued jobs on a bounded pool of worker threads. Jobs share the service's session, so two
+/// jobs on one URL share its fetches through the cache, and origin connections stay warm.
+///
+/// A running job has its own cancellation: `DELETE /v1/jobs/{id}` cancels it (state `cancelled`);
+/// stopping the service cancels it too but puts it back in the queue, to run again after a restart.
+final class JobRunner: Sendable {
+    private let store: JobStore
+    private let session: MediaSession
+    private let guardian: OriginGuard
+    private let metrics: Metrics
+    /// Where thumbnail jobs write their files: `<filesDirectory>/<job id>/<n>/...`.
+    let filesDirectory: String
+    private let limits: ServiceLimits
+
+    private struct State {
+        var running: [String: Cancellation] = [:]
+        /// Jobs cancelled after a worker claimed them but before it registered them in `running`:
+        /// the worker cancels them as it registers them.
+        var cancelledEarly: Set<String> = []
+        /// Requests whose URLs hold secrets the store does not keep, by job id, until they ran.
+        var requests: [String: [UInt8]] = [:]
+        var stopping = false
+        var workers = 0
+    }
+    private let state = Mutex(State())
+    /// Wakes idle workers when a job is queued or the runner stops.
+    private let queue = QueueSignal()
+
+    init(
+        store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String,
+        limits: ServiceLimits
+    ) {
+        self.store = store
+        self.limits = limits
+        self.session = session
+        self.guardian = guardian
+        self.metrics = metrics
+        self.filesDirectory = filesDirectory
+    }
+
+    /// Jobs an earlier run left running are queued again, then `count` workers start.
+    func start(workers count: Int) throws {
+        _ = try store.requeueRunning()
+        removeOldJobs()
+        JobFiles.removeTemporaries(root: filesDirectory)
+        for n in 0..<max(1, count) {
+            state.withLock { $0.workers += 1 }
+            let thread = Thread { [self] in work() }
+            thread.name = "mprobe.job.\(n)"
+            thread.start()
+        }
+    }
+
+    /// Keeps the real request of a job whose stored copy has its URLs' secrets hidden.
+    func remember(_ id: String, request: [UInt8]) {
+        state.withLock { $0.requests[id] = request }
+    }
+
+    /// Wakes a worker for a newly queued job.
+    func jobQueued() { queue.post() }
+
+    /// Cancels a running job, or one a worker has just claimed and is about to run.
+    func cancelRunning(id: String) {
+        state.withLock { s in
+            if let token = s.running[id] { token.cancel() } else { s.cancelledEarly.insert(id) }
+        }
+    }
+
+    /// Stops taking jobs, cancels the running ones (they go back to the queue) and waits, until
+    /// `deadline` at most, for the workers to leave.
+    func stop(until deadline: Date) {
+        let tokens = state.withLock { s -> [Cancellation] in
+            s.stopping = true
+            return Array(s.running.values)
+        }
+        tokens.forEach { $0.cancel() }
+        jobQueued()
+        while state.withLock({ $0.workers }) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func work() {
+        defer { state.withLock { $0.workers -= 1 } }
+        while !stopping {
+            let seen = queue.count
+            let claimed: JobRecord?
+            do {
+                claimed = try store.claimNext()
+            } catch {
+                queue.wait(whileCountIs: seen, atMost: 1)  // the store is busy or failing: look again soon
+                continue
+            }
+            guard let job = claimed else {
+                queue.wait(whileCountIs: seen, atMost: nil)
+                continue
+            }
+            run(job)
+        }
+    }
+
+    private func run(_ job: JobRecord) {
+        let token = Cancellation()
+        state.withLock { s in
+            s.running[job.id] = token
+            if s.cancelledEarly.remove(job.id) != nil { token.cancel() }
+        }
+        defer { state.withLock { _ = $0.running.removeValue(forKey: job.id) } }
+        let started = Date()
+        var outcome: (state: JobState, result: String?, code: String?, message: String?)
+        do {
+            let request = state.withLock { $0.requests.removeValue(forKey: job.id) }
+            let spec = try JobSpec(body: request ?? Array(job.spec.utf8), limits: ServiceLimits())
+            if request == nil, spec.urls.contains(where: { $0.contains("=***") || $0.contains("***@") }) {
+                throw APIError(
+                    status: 409, code: "credentials_lost",
+                    message: "the service restarted and did not keep this job's signed URLs; submit it again")
+            }
+            let progress = ProgressKeeper(id: job.id, store: store, items: spec.urls.count)
+            let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
+            progress.save()
+            if result.text.utf8.count > limits.maxJobResultBytes {
+                throw APIError(
+                    status: 500, code: "result_too_large",
+                    message:
+                        "the job's result is \(result.text.utf8.count) bytes, more than the \(limits.maxJobResultBytes) a job may keep"
+                )
+            }
+            if failures.count == spec.urls.count, let first = failures.first {
+                outcome = (.failed, result.text, first.code, first.message)
+            } else {
+                outcome = (.done, result.text, nil, nil)
+            }
+        } catch {
+            let failure = APIError(error, rules: session.fetcher.options.urlRules)
+            outcome = (.failed, nil, failure.code, failure.message)
+        }
+        if token.isCancelled {
+            // Stopping puts the job back in the queue; a DELETE ends it.
+            outcome = stopping ? (.queued, nil, nil, nil) : (.cancelled, nil, "cancelled", "the job was cancelled")
+        }
+        if outcome.state.isFinal { metrics.countJob(seconds: Date().timeIntervalSince(started)) }
+        try? store.finish(
+            id: job.id, state: outcome.state, result: outcome.result, errorCode: outcome.code,
+            errorMessage: outcome.message)
+        removeOldJobs()
+    }
+
+    /// Keeps the store and the job files bounded: finished jobs past the retention limits go,
+    /// with their files. Failing to remove them costs only space, so errors are not fatal.
+    private func removeOldJobs() {
+        let cutoff = Date().addingTimeInterval(-limits.keptJobSeconds)
+        guard let removed = try? store.removeFinished(keepingNewest: limits.keptFinishedJobs, finishedBefore: cutoff)
+        else { return }
+        // Ids are the service's own UUIDs; anything else is never turned into a path.
+        for id in removed where !id.isEmpty && id.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+            try? FileManager.default.removeItem(atPath: filesDirectory + "/" + id)
+        }
+    }
+
+    /// Runs every URL of the job; returns the result object and the failures (one per failed URL).
+    private func execute(
+        _ spec: JobSpec, job: JobRecord, token: Cancellation,
+        progress: ProgressKeeper
+    ) throws -> (JSON, [APIError]) {
+        let jobSession = session.job(cancellation: token)
+        // A job run again (after a restart) makes its files afresh: nothing of the run before stays.
+        if case .thumbnails = spec { try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job.id) }
+        var items: [JSON] = []
+        var failures: [APIError] = []
+        for (i, url) in spec.urls.enumerated() {
+            if token.isCancelled { break }
+            do {
+                if let refusal = guardian.refusal(for: url) { throw APIError.forbidden(refusal) }
+                switch spec {
+                case .prefetch(_, let window, let stream):
+                    var prefetch = PrefetchJob()
+                    prefetch.prefetcher.connections = 4
+                    let outcome = try prefetch.run(
+                        url, session: jobSession, start: window.start, seconds: window.seconds,
+                        tracks: window.tracks, stream: stream
+                    ) { fetched, total in
+                        progress.item(i, bytes: fetched, total: total)
+                    }
+                    switch outcome {
+                    case .file(let result):
+                        items.append(
+                            .object([
+                                ("url", .string(result.plan.input)), ("ok", .bool(true)),
+                                ("prefetch", PrefetchReport.json(result, planOnly: false)),
+                            ]))
+                    case .stream(let result):
+                        items.append(
+                            .object([
+                                ("url", .string(result.input)), ("ok", .bool(true)),
+                                ("prefetch", StreamPrefetchReport.json(result)),
+                            ]))
+                    }
+                case .thumbnails(_, let options):
+                    var thumbnailer = Thumbnailer()
+                    thumbnailer.options = options
+                    let set = try thumbnailer.make(url, session: jobSession)
+                    let folder = "\(i + 1)"
+                    try ThumbnailReport.write(set, to: filesDirectory + "/" + job.id + "/" + folder)
+                    guard case .object(var members) = ThumbnailReport.manifest(set) else { break }
+                    members.insert(("ok", .bool(true)), at: 1)
+                    members.append(("files", .string("/v1/jobs/\(job.id)/files/\(folder)/")))
+                    items.append(.object(members))
+                }
+            } catch {
+                let failure = APIError(error, rules: session.fetcher.options.urlRules)
+                failures.append(failure)
+                items.append(
+                    .object([
+                        ("url", .string(session.fetcher.options.urlRules.shown(url))), ("ok", .bool(false)),
+                        ("error", APIError.json(code: failure.code, message: failure.message)),
+                    ]))
+            }
+            progress.itemDone(i)
+        }
+        return (.object([("items", .array(items))]), failures)
+    }
+}
+
+/// Keeps a job's progress and saves it to the store at most every half second.
+private final class ProgressKeeper: Sendable {
+    private struct State {
+        var progress = JobProgress()
+        /// Bytes fetched and needed per item.
+        var bytes: [Int: (Int64, Int64)] = [:]
+        var saved = Date.distantPast
+    }
+    private let state: Mutex<State>
+    private let id: String
+    private let store: JobStore
+
+    init(id: String, store: JobStore, items: Int) {
+        self.id = id
+        self.store = store
+        var initial = State()
+        initial.progress.items = items
+        state = Mutex(initial)
+    }
+
+    func item(_ i: Int, bytes: Int64, total: Int64) {
+        update { s in s.bytes[i] = (bytes, total) }
+    }
+
+    func itemDone(_ i: Int) {
+        update { s in s.progress.itemsDone = max(s.progress.itemsDone, i + 1) }
+        save()
+    }
+
+    func save() {
+        let progress = state.withLock { $0.progress }
+        try? store.saveProgress(id: id, progress)
+    }
+
+    private func update(_ change: (inout State) -> Void) {
+        let due = state.withLock { s -> JobProgress? in
+            change(&s)
+            s.progress.bytes = s.bytes.values.reduce(0) { $0 + $1.0 }
+            s.progress.totalBytes = s.bytes.values.reduce(0) { $0 + $1.1 }
+            guard Date().timeIntervalSince(s.saved) >= 0.5 else { return nil }
+            s.saved = Date()
+            return s.progress
+        }
+        if let due { try? store.saveProgress(id: id, due) }
+    }
+}
+
+/// Wakes idle workers when a job is queued (or the runner stops). A count, not a bare signal: a
+/// worker that found the queue empty sleeps only while nothing was queued since it looked, so a
+/// job queued between its look and its wait is not left for a timeout to find.
+private final class QueueSignal: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var posted = 0  // guarded by condition
+
+    var count: Int { condition.withLock { posted } }
+
+    func post() {
+        condition.withLock {
+            posted += 1
+            condition.broadcast()
+        }
+    }
+
+    /// Returns once `count` is no longer `seen`, or after `atMost` seconds.
+    func wait(whileCountIs seen: Int, atMost seconds: TimeInterval?) {
+        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        condition.withLock {
+            while posted == seen {
+                if let deadline {
+                    guard condition.wait(until: deadline) else { return }
+                } else {
+                    condition.wait()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import ByteSources
+import RangeFetch
+import Support
+import Synchronization
+
+/// `GET|HEAD /v1/stream?url=URL`: a caching range proxy that answers like a good static file
+/// server. Cached bytes come from disk; gaps are fetched (shared with every other reader of the
+/// URL) and streamed to the player as they arrive. One response reads one version: if the
+/// origin changes or fails after bytes were sent, the response ends short — the player sees a
+/// short read and asks again — never with wrong bytes.
+extension Service {
+    func stream(_ request: HTTPRequest) throws -> HTTPResponse {
+        let url = try originURL(request)
+        guard streams.add(1, ordering: .relaxed).newValue <= config.limits.maxStreams else {
+            streams.subtract(1, ordering: .relaxed)
+            throw APIError.unavailable("\(config.limits.maxStreams) streams are open already; try again shortly")
+        }
+        var handedOver = false
+        defer { if !handedOver { streams.subtract(1, ordering: .relaxed) } }
+
+        // The response's own token, cancelled when it ends, the player leaves (also before the
+        // headers: a player that hung up must not hold a thread and a slot until the origin
+        // times out) or the service stops.
+        let stopping = self.stopping
+        let token = Cancellation(when: { stopping.isCancelled || request.clientGone() })
+        guard let source = try session.open(url, cancellation: token) as? RemoteSource else {
+            throw APIError.forbidden("only http and https origins may be streamed")
+        }
+        // The first byte the player wants tells the size, and pins the version the headers name.
+        let size = try sizeAndFirstByte(request.headers["range"], source: source)
+        if let kind = try manifestKind(request, url: url, source: source, size: size) {
+            return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
+        }
+        // What the body will be of: its first byte's version (a changed origin makes the body end
+        // short, never carry bytes of another version than these headers name).
+        let validators = source.version ?? source.validators
+        // The proxy shares its origin with the dashboard (which keeps the token in the page):
+        // an origin's HTML or script must never run here. Only media types pass; the rest is
+        // served as bytes, unsniffed and sandboxed.
+        var headers: [(String, String)] = [
+            ("Accept-Ranges", "bytes"),
+            ("Content-Type", Service.mediaType(source.contentType)),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Content-Security-Policy", "sandbox; default-src 'none'"),
+        ]
+        if let etag = validators.etag { headers.append(("ETag", etag)) }
+        if let lastModified = validators.lastModified { headers.append(("Last-Modified", lastModified)) }
+
+        var wanted = RangeHeader(request.headers["range"], size: size)
+        // If-Range that no longer matches asks for the whole (new) resource.
+        if let ifRange = request.headers["if-range"], ifRange != validators.etag, ifRange != validators.lastModified {
+            wanted = .whole
+        }
+        let status: Int, part: Range<Int64>
+        switch wanted {
+        case .unsatisfiable:
+            headers.append(("Content-Range", "bytes */\(size)"))
+            return HTTPResponse(status: 416, headers: headers, body: .bytes([]))
+        case .whole:
+            (status, part) = (200, 0..<size)
+        case .part(let range):
+            (status, part) = (206, range)
+            headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"))
+        }
+        // The player said where it stops: readahead goes no further.
+        source.limitReadahead(to: part.upperBound)
+        // For HEAD libmicrohttpd sends the length of a body it does not read.
+        let body = ProxyStream(
+            source: request.method == "HEAD" ? nil : source, range: part, token: token,
+            onClose: { [self] in streamEnded($0) })
+        handedOver = true
+        return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
+    }
+
+    /// The media type of `type`, exactly parsed (`MediaType`), if it names media a player reads
+    /// (video, audio, raster images, playlists, subtitles), else `application/octet-stream`. The
+    /// origin's text is never passed on: only the type this check approved.
+    static func mediaType(_ type: String?) -> String {
+        guard let type, let media = MediaType(type) else { return "application/octet-stream" }
+        let listed = [
+            "application/mp4", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml",
+            "text/vtt", "application/octet-stream",
+        ]
+        // XML (`image/svg+xml`, `video/x+xml`, `image/xml`) is a document a browser may render,
+        // scripts and all; the DASH manifest, rewritten by the proxy, is listed by name.
+        let xml = media.subtype == "xml" || media.subtype.hasSuffix("+xml") || media.subtype.contains("svg")
+        let isMedia =
+            ((media.type == "video" || media.type == "audio" || media.type == "image") && !xml)
+            || listed.contains(media.description)
+        return isMedia ? media.description : "application/octet-stream"
+    }
+
+    /// The size, after reading the first byte the `Range` header asks for (byte 0 without one, or
+    /// when the size is unknown and the header counts from the end): so that the request's own
+    /// first bytes are what the first fetch brings, and the version of that byte is pinned.
+    private func sizeAndFirstByte(_ range: String?, source: RemoteSource) throws -> Int64 {
+        var first = RangeHeader.firstByte(range) ?? 0
+        if let known = source.knownSize {
+            switch RangeHeader(range, size: known) {
+            case .part(let part): first = part.lowerBound
+            case .whole: first = 0
+            case .unsatisfiable: return known  // a 416: no body to pin a version for
+            }
+            if known == 0 { return 0 }
+        }
+        try readByte(at: first, of: source)
+        if let size = try source.size() { return size }
+        throw APIError(status: 502, code: "origin_error", message: "\(source.input) did not say how long it is")
+    }
+
+    private func readByte(at offset: Int64, of source: RemoteSource) throws {
+        var byte: UInt8 = 0
+        _ = try withUnsafeMutableBytes(of: &byte) { try source.read(into: $0, at: offset) }
+    }
+
+    fileprivate func streamEnded(_ stream: ProxyStream) {
+        streams.subtract(1, ordering: .relaxed)
+    }
+}
+
+/// The body of one proxied response: `range` of the source, read in order. The source's
+/// reader token is this response's: when the player goes away, fetches only it needed stop.
+final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
+    // `next` is touched only by the connection's thread (reads are in order).
+    private let source: RemoteSource?
+    private let range: Range<Int64>
+    private var next: Int64
+    private let token: Cancellation
+    private let closed = Atomic<Bool>(false)
+    private let onClose: @Sendable (ProxyStream) -> Void
+
+    /// `source` nil: a body that is never read (HEAD). `onClose` is told once, when the response ends.
+    init(
+        source: RemoteSource?, range: Range<Int64>, token: Cancellation,
+        onClose: @escaping @Sendable (ProxyStream) -> Void
+    ) {
+        self.source = source
+        self.range = range
+        next = range.lowerBound
+        self.token = token
+        self.onClose = onClose
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let source, next < range.upperBound else { return 0 }
+        if closed.load(ordering: .relaxed) || token.isCancelled { throw FetchError.cancelled(url: source.input) }
+        let want = Int(min(Int64(buffer.count), range.upperBound - next))
+        let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: next)
+        // The resource ended before the range the headers promised: end short, never pad.
+        guard n > 0 else { throw SourceError.inconsistentOrigin(input: source.input, detail: "ended at byte \(next)") }
+        next += Int64(n)
+        return n
+    }
+
+    func close() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        token.cancel()
+        onClose(self)
+    }
+}
+
+extension RangeHeader {
+    /// The first byte a `Range` header asks for when it says it without knowing the size.
+    static func firstByte(_ header: String?) -> Int64? {
+        guard let header, header.lowercased().hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-"), dash != spec.startIndex else { return nil }
+        return Int64(spec[..<dash].trimmingCharacters(in: .whitespaces))
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Serving
+import TestSupport
+import XCTest
+
+/// `/v1/stream`: a caching range proxy that answers like a static file server, streams gaps as
+/// they arrive, shares fetches between players, and never sends a byte of the wrong version.
+final class RangeProxyTests: XCTestCase {
+    func testRangesAreByteForByteTheOrigin() throws {
+        let dir = try TempDirectory()
+        let data = randomBytes(3_000_000, seed: 61)
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
+        let nginx = try NginxServer(root: dir.file("www"))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        let direct = try HTTPClient.request("HEAD", nginx.url("/f.mp4"))
+        let cases: [(String?, Int, Range<Int>)] = [
+            ("bytes=100-199", 206, 100..<200), ("bytes=2999990-", 206, 2_999_990..<3_000_000),
+            ("bytes=-500", 206, 2_999_500..<3_000_000), ("bytes=1000000-1999999", 206, 1_000_000..<2_000_000),
+            ("bytes=2999999-9999999", 206, 2_999_999..<3_000_000), (nil, 200, 0..<3_000_000),
+            ("bytes=0-0", 206, 0..<1), ("bytes=5-3", 200, 0..<3_000_000), ("bytes=0-1,5-6", 200, 0..<3_000_000),
+            ("bytes=2999000-99999999999999999999", 206, 2_999_000..<3_000_000),
+        ]
+        for (range, status, expected) in cases {
+            let reply = try HTTPClient.request("GET", url, headers: range.map { ["Range": $0] } ?? [:])
+            XCTAssertEqual(reply.status, status, range ?? "whole")
+            XCTAssertTrue(reply.body == Array(data[expected]), "\(range ?? "whole"): \(reply.body.count) bytes")
+            XCTAssertEqual(reply.headers["content-length"], "\(expected.count)")
+            XCTAssertEqual(reply.headers["accept-ranges"], "bytes")
+            if status == 206 {
+                XCTAssertEqual(
+                    reply.headers["content-range"], "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/3000000")
+            }
+            XCTAssertEqual(reply.headers["etag"], direct.headers["etag"], "the origin's ETag")
+            XCTAssertEqual(reply.headers["last-modified"], direct.headers["last-modified"])
+            XCTAssertEqual(reply.headers["content-type"], "video/mp4", "the origin's Content-Type")
+        }
+        let past = try HTTPClient.request("GET", url, headers: ["Range": "bytes=3000000-"])
+        XCTAssertEqual(past.status, 416)
+        XCTAssertEqual(
+            try HTTPClient.request("GET", url, headers: ["Range": "bytes=99999999999999999999-"]).status, 416)
+        XCTAssertEqual(past.headers["content-range"], "bytes */3000000")
+        let head = try HTTPClient.request("HEAD", url, headers: ["Range": "bytes=10-19"])
+        XCTAssertEqual(head.status, 206)
+        XCTAssertEqual(head.headers["content-length"], "10")
+        XCTAssertTrue(head.body.isEmpty)
+        let stale = try HTTPClient.request("GET", url, headers: ["Range": "bytes=10-19", "If-Range": "\"other\""])
+        XCTAssertEqual(stale.status, 200, "an If-Range that does not match gets the whole resource")
+        // Everything above was fetched once: the origin sent each byte at most once.
+        let log = try nginx.accessLog()
+        let sent = log.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThanOrEqual(
+            sent, Int64(data.count),
+            "cached bytes are served from disk: \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
+    }
+
+    /// A first request whose range starts past any size an origin may have (the largest Int64
+    /// included), on a URL whose size is not yet known: 416 with the real size, and the service
+    /// lives on (it used to die of an arithmetic overflow).
+    func testARangePastAnyPossibleSizeIsUnsatisfiable() throws {
+        let data = randomBytes(5000, seed: 64)
+        let origin = try FaultServer()
+        origin.route("/v.mp4", .serve(body: data))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        for (i, range) in [
+            "bytes=9223372036854775807-", "bytes=9223372036854775806-9223372036854775807",
+            "bytes=1125899906842624-", "bytes=5000-",
+        ].enumerated() {
+            let url = service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=\(i)"))
+            let reply = try HTTPClient.request("GET", url, headers: ["Range": range])
+            XCTAssertEqual(reply.status, 416, range)
+            XCTAssertEqual(reply.headers["content-range"], "bytes */5000", range)
+        }
+        let whole = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4?fresh=whole")))
+        XCTAssertTrue(whole.status == 200 && whole.body == data)
+        // The same from an origin that ignores ranges (its whole body says where the end is).
+        origin.route("/norange.mp4", .ignoreRanges(body: data))
+        let past = try HTTPClient.request(
+            "GET", service.url("/v1/stream", origin: origin.url("/norange.mp4")), headers: ["Range": "bytes=5000-"])
+        XCTAssertEqual(past.status, 416, past.text)
+    }
+
+    /// The proxy shares its origin with the dashboard: an origin's HTML must not run there. Media
+    /// types pass; anything else is served as unsniffed, sandboxed bytes.
+    func testOnlyMediaTypesPassAndNothingRunsInTheServicesOrigin() throws {
+        let origin = try FaultServer()
+        let page = Array("<script>alert(sessionStorage.getItem('mprobe.token'))</script>".utf8)
+        origin.route("/p.html", .serve(body: page, contentType: "text/html"))
+        origin.route("/s.svg", .serve(body: page, contentType: "image/svg+xml"))
+        origin.route("/v.mp4", .serve(body: page, contentType: "video/mp4"))
+        origin.route("/bad", .serve(body: page, contentType: "video/mp4\u{1B}[31m"))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        for (path, type) in [
+            ("/p.html", "application/octet-stream"), ("/s.svg", "application/octet-stream"),
+            ("/v.mp4", "video/mp4"), ("/bad", "application/octet-stream"),
+        ] {
+            let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url(path)))
+            XCTAssertEqual(reply.headers["content-type"], type, path)
+            XCTAssertEqual(reply.headers["x-content-type-options"], "nosniff", path)
+            XCTAssertTrue(reply.headers["content-security-policy"]?.hasPrefix("sandbox") == true, path)
+        }
+    }
+
+    func testBytesStreamAsTheyArriveAndPlayersShareFetches() throws {
+        let data = randomBytes(4_000_000, seed: 62)
+        let origin = try FaultServer()
+        // The first request sends 100 KB, then pauses 3 s: players must get those 100 KB at once,
+        // not when the window is complete.
+        origin.route(
+            "/v.mp4",
+            .sequence([.stall(afterBytes: 100_000, seconds: 3, then: .serve(body: data)), .serve(body: data)]))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let target =
+            "/v1/stream?url="
+            + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let started = Date()
+        let players = try (0..<5).map { _ in try RawHTTPConnection(port: service.service.port) }
+        for player in players { player.get(target, headers: ["Range": "bytes=0-"]) }
+        let firsts = players.map { $0.read(atLeast: 50_000, timeout: 10) }
+        XCTAssertTrue(firsts.allSatisfy { $0.count >= 50_000 })
+        XCTAssertLessThan(
+            Date().timeIntervalSince(started), 2.5, "the first bytes reached every player while the origin paused")
+        for (player, first) in zip(players, firsts) {
+            let headerLength = (first.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0)
+            let all = first + player.read(atLeast: headerLength + 4_000_000 - first.count, timeout: 60)
+            XCTAssertTrue(Array(all.dropFirst(headerLength)) == data, "every player got the whole file")
+        }
+        // Five players, one fetch per byte: the ranges asked of the origin do not overlap.
+        let asked = origin.requests.compactMap(\.range).compactMap { header -> Range<Int64>? in
+            let bounds = header.dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
+            return bounds.count == 2 ? bounds[0]..<bounds[1] + 1 : nil
+        }
+        XCTAssertLessThanOrEqual(asked.reduce(0) { $0 + Int64($1.count) }, 4_000_000, "\(asked)")
+    }
+
+    func testAPlayerThatHangsUpStopsTheFetchOnlyItNeeded() throws {
+        let data = randomBytes(20_000_000, seed: 63)
+        let origin = try FaultServer()
+        origin.route("/v.mp4", .drip(bytesPerSecond: 2_000_000, then: .serve(body: data)))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let target =
+            "/v1/stream?url="
+            + (origin.url("/v.mp4").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        do {
+            let player = try RawHTTPConnection(port: service.service.port)
+            player.get(target, headers: ["Range": "bytes=0-"])
+            XCTAssertGreaterThan(player.read(atLeast: 100_000, timeout: 10).count, 0)
+        }  // the player hangs up here
+        Thread.sleep(forTimeInterval: 3)
+        let stats = try service.get("/v1/cache").json()
+        let fetched =
+            (try service.get("/metrics").text).split(separator: "\n")
+            .first { $0.hasPrefix("mprobe_origin_bytes_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+        XCTAssertLessThan(fetched, 10_000_000, "the origin transfer stopped when the player left (\(stats))")
+        let before = fetched
+        Thread.sleep(forTimeInterval: 1)
+        let after =
+            (try service.get("/metrics").text).split(separator: "\n")
+            .first { $0.hasPrefix("mprobe_origin_bytes_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+        XCTAssertEqual(after, before, "and nothing is fetched any more")
+    }
+
+    /// Players that hang up before the headers (the origin has not answered yet) free their thread
+    /// and stream slot at once, not when the origin times out: 300 such requests used to hold the
+    /// service's slots until then, refusing real players.
+    func testPlayersThatHangUpBeforeTheHeadersFreeTheirSlots() throws {
+        let origin = try FaultServer()
+        origin.route("/slow.mp4", .stall(afterBytes: 0, seconds: 30, then: .serve(body: randomBytes(1000, seed: 66))))
+        origin.route("/v.mp4", .serve(body: randomBytes(5000, seed: 67)))
+        var limits = ServiceLimits()
+        limits.maxStreams = 8
+        let service = try ServiceHarness(limits: limits)
+        defer { service.stop() }
+        for k in 0..<20 {
+            let target =
+                "/v1/stream?url="
+                + (origin.url("/slow.mp4?k=\(k)").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            let player = try RawHTTPConnection(port: service.service.port)
+            player.get(target)
+        }  // each hangs up at once
+        Thread.sleep(forTimeInterval: 2)
+        let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4")))
+        XCTAssertEqual(reply.status, 200, "a real player gets a slot: \(reply.text)")
+        let gone = service.log.filter { $0.contains("/v1/stream?url=") && $0.contains("slow.mp4") }
+        XCTAssertEqual(
+            gone.count, 20, "every abandoned request ended within 2 s, long before the origin's 30 s: \(service.log)")
+    }
+
+    func testAnOriginThatFailsOrChangesMidStreamEndsTheResponseShort() throws {
+        let v1 = randomBytes(3_000_000, seed: 64), v2 = randomBytes(3_000_000, seed: 65)
+        let origin = try FaultServer()
+        // The first window comes, then the origin fails for good: the response cannot be completed.
+        origin.route("/cut.mp4", .sequence([.serve(body: v1), .status(500)]))
+        // The first window is v1, every later request v2: a reader of v1 must not get v2's bytes.
+        origin.route("/swap.mp4", .sequence([.serve(body: v1, etag: "\"a\""), .serve(body: v2, etag: "\"b\"")]))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        for path in ["/cut.mp4", "/swap.mp4"] {
+            let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url(path)))
+            XCTAssertEqual(reply.headers["content-length"], "3000000", path)
+            XCTAssertLessThan(reply.body.count, 3_000_000, "\(path): the response ends short")
+            XCTAssertTrue(
+                reply.body == Array(v1[0..<reply.body.count]), "\(path): what was sent is v1's bytes, nothing else")
+        }
+    }
+}
