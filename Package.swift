@@ -67,6 +67,8 @@ let package = Package(
         .testTarget(
             name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "ByteSources", "TestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "TestSupport"]),
+        // The CLI's parser over argument lists in memory (fast tier, no binary run).
+        .testTarget(name: "ArgumentsTests", dependencies: ["mprobe"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "Caching"]),
     ],
     swiftLanguageModes: [.v6]
