@@ -11,10 +11,6 @@ extension MatroskaKeyFrames {
         public let found: [IndexEntry]
         public let points: [IndexEntry]
         public let cut: Double?
-        /// Key frames a rounding from their Cue's time, at their own time: for the demuxer's index
-        /// (its seek skips the blocks before the time it seeks to, and would take the next
-        /// Cluster's key frame, reading all of this one).
-        public let relocated: [FoundKeyFrame]
     }
 
     /// For a Matroska file with Cues: the key frame each time's Cue point names, with its
@@ -23,17 +19,20 @@ extension MatroskaKeyFrames {
     /// wave: they are the key frame's own first bytes, so the pictures then need only the rest of
     /// each key frame (the caller's wave). libavformat alone reads a readahead window from each
     /// Cluster (2.96 MB for ten thumbnails whose key frames are 0.22 MB). A key frame the end of the
-    /// file cuts gives way to the Cue point before it. Nil for other files, Cues that do not reach
+    /// file cuts gives way to the Cue point before it. Nil for Cues that do not reach
     /// the end of the file (lost with a cut, or listing other tracks: libavformat's index then
     /// holds the key frames it met reading, not Cue points), or a Cue point whose Cluster has no
     /// video key frame at its time.
     ///
     /// `cuePoints` are the Cue points of `track`'s stream as the demuxer read them, `start` and
-    /// `duration` (seconds) what the file's Info states, `clock` the stream's.
+    /// `duration` (seconds) what the file's Info states, `clock` the stream's. `relocated` gets
+    /// the key frames found a rounding from their Cue's time, at their own time, found or not:
+    /// for the demuxer's index (its seek skips the blocks before the time it seeks to, and would
+    /// take the next Cluster's key frame, reading all of this one).
     public static func fromCues(
         track: Int64, cuePoints: [IndexEntry], start: Double, duration: Double, clock: StreamClock,
         source: any MediaSource, times: [Double], connections: Int,
-        cancellation: Cancellation
+        cancellation: Cancellation, relocated: inout [FoundKeyFrame]
     ) throws -> CueKeyFrames? {
         guard let size = try source.size() else { return nil }
         // Cue points must reach the duration the Info states, to within two of their widest gaps
@@ -66,7 +65,6 @@ extension MatroskaKeyFrames {
             },
             source: source, cancellation: cancellation)
         var found: [IndexEntry] = []
-        var relocated: [FoundKeyFrame] = []
         for var i in chosen {
             while true {
                 guard
@@ -88,7 +86,7 @@ extension MatroskaKeyFrames {
                 i -= 1
             }
         }
-        return CueKeyFrames(found: found.sorted { $0.time < $1.time }, points: points, cut: cut, relocated: relocated)
+        return CueKeyFrames(found: found.sorted { $0.time < $1.time }, points: points, cut: cut)
     }
 
     /// The key frame the Cue `point` names, read from its Cluster's first bytes on: nil when the

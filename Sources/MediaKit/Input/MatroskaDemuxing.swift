@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import FFmpeg
-import ByteSources
 import Support
 
 /// Where libavformat's Matroska demuxer and the Matroska parsers meet: the parsers read bytes and
@@ -72,15 +72,16 @@ extension MatroskaKeyFrames {
         else { return nil }
         // libavformat reads the Cues on its first seek; one that fails is said by the seeks after.
         do { try context.seek(seconds: context.startTime) } catch { return nil }
-        guard
-            let found = try fromCues(
-                track: track, cuePoints: context.positionedPoints(stream: stream), start: context.startTime,
-                duration: duration, clock: StreamClock(context, stream: stream), source: source,
-                times: times, connections: connections, cancellation: cancellation)
-        else { return nil }
-        for key in found.relocated {
-            context.addKeyFrame(stream: stream, position: key.position, timestamp: key.timestamp)
+        var relocated: [FoundKeyFrame] = []
+        // Given to the index even when the Cues do not serve (the seeks that follow use them).
+        defer {
+            for key in relocated {
+                context.addKeyFrame(stream: stream, position: key.position, timestamp: key.timestamp)
+            }
         }
-        return found
+        return try fromCues(
+            track: track, cuePoints: context.positionedPoints(stream: stream), start: context.startTime,
+            duration: duration, clock: StreamClock(context, stream: stream), source: source,
+            times: times, connections: connections, cancellation: cancellation, relocated: &relocated)
     }
 }
