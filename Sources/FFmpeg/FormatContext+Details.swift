@@ -1,5 +1,5 @@
-import CFFmpeg
 import ByteSources
+import CFFmpeg
 
 /// Reading every field `ffprobe -show_format -show_streams` reports into `ProbeDetails`, with the
 /// same rules for what counts as unknown.

@@ -1,5 +1,5 @@
-import CFFmpeg
 import ByteSources
+import CFFmpeg
 import RangeFetch
 
 extension FormatContext {

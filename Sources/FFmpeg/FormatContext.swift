@@ -1,7 +1,7 @@
-import Caching
-import CFFmpeg
-import Foundation
 import ByteSources
+import CFFmpeg
+import Caching
+import Foundation
 import RangeFetch
 import Support
 

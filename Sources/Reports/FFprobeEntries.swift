@@ -1,6 +1,6 @@
+import ByteSources
 import Foundation
 import MediaKit
-import ByteSources
 
 /// Which sections and keys an ffprobe-compatible report shows, set the way ffprobe 5.1 sets them
 /// from `-show_format`, `-show_streams` and `-show_entries`, in the order given (a later option

@@ -37,7 +37,9 @@ struct Arguments {
             let name = option.name
             switch option.takes {
             case .pair:
-                guard inlineValue == nil, i + 1 < args.count else { throw UsageError("option --\(name) needs two values") }
+                guard inlineValue == nil, i + 1 < args.count else {
+                    throw UsageError("option --\(name) needs two values")
+                }
                 pairs[name, default: []].append((args[i], args[i + 1]))
                 i += 2
             case .value:

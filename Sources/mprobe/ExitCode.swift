@@ -1,7 +1,7 @@
+import ByteSources
 import Caching
 import FFmpeg
 import MediaKit
-import ByteSources
 import RangeFetch
 import Reports
 import Serving

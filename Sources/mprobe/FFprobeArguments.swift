@@ -1,5 +1,5 @@
-import MediaKit
 import ByteSources
+import MediaKit
 import Reports
 
 /// The ffprobe command line `mprobe ffprobe` understands: ffprobe's single-dash options that

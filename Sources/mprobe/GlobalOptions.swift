@@ -1,6 +1,6 @@
+import ByteSources
 import Caching
 import Foundation
-import ByteSources
 import RangeFetch
 import Synchronization
 import URLSupport
@@ -8,11 +8,15 @@ import URLSupport
 /// Options every command that reads input understands, over the config file's defaults.
 struct GlobalOptions {
     static let options: [Option] = [
-        Option("cache-dir", .value("DIR"), """
+        Option(
+            "cache-dir", .value("DIR"),
+            """
             cache directory (default: $MPROBE_CACHE_DIR, else $XDG_CACHE_HOME/mprobe,
             else ~/.cache/mprobe)
             """),
-        Option("max-cache-size", .value("SIZE"), """
+        Option(
+            "max-cache-size", .value("SIZE"),
+            """
             cache size limit, e.g. 500M, 10G (default 10G); least recently used
             resources are evicted; a resource bigger than the limit is streamed through
             """),
@@ -20,16 +24,21 @@ struct GlobalOptions {
         Option("offline", "never touch the network; a byte that is not cached is an error (exit 4)"),
         Option("timeout", .value("SECONDS"), "connect timeout and longest stall of a transfer (default 30)"),
         Option("cacert", .value("FILE"), "extra CA certificates (PEM) for HTTPS origins"),
-        Option("header", short: "H", .value("'N: V'"), "send this header to origins (repeatable); never shown or stored"),
+        Option(
+            "header", short: "H", .value("'N: V'"), "send this header to origins (repeatable); never shown or stored"),
         Option("header-file", .value("FILE"), "headers from FILE, one per line (keep secrets off the command line)"),
         Option("user-agent", short: "A", .value("UA"), "the User-Agent to send"),
         Option("location-trusted", "keep Authorization and Cookie on redirects to other hosts"),
         Option("proxy", .value("URL"), "send requests through this proxy (else http_proxy, https_proxy, no_proxy)"),
-        Option("cache-key", .value("PRESET"), """
+        Option(
+            "cache-key", .value("PRESET"),
+            """
             key signed URLs without their signature: s3 (X-Amz-*), cloudfront
             (Expires, Signature, Key-Pair-Id, Policy) or gcs (X-Goog-*)
             """),
-        Option("cache-key-ignore-query", .value("NAMES"), """
+        Option(
+            "cache-key-ignore-query", .value("NAMES"),
+            """
             query parameters left out of cache keys and hidden when shown, comma
             separated; NAME* for a prefix, * for the whole query
             """),

@@ -1,7 +1,7 @@
+import ByteSources
 import FFmpeg
 import Foundation
 import MediaKit
-import ByteSources
 
 /// How a `ProbeResult` is shown to people (`ProbeReport` is the object for programs).
 enum ProbeOutput {

@@ -1,5 +1,6 @@
-@testable import mprobe
 import XCTest
+
+@testable import mprobe
 
 /// The command-line parser over argument lists in memory, against a command's table: every form
 /// an option can take, and the mistakes a user makes, each a usage error that names it.
@@ -15,8 +16,10 @@ final class ArgumentsTests: XCTestCase {
 
     func testEveryFormIsRead() throws {
         let args = try Arguments(
-            ["a.mp4", "-j", "3", "--fast", "--sprite", "5x4", "-i=list.txt", "--header-for", "x.com", "A: b",
-             "--header-for", "y.com", "C: d", "--jobs=4", "--", "--not-an-option"],
+            [
+                "a.mp4", "-j", "3", "--fast", "--sprite", "5x4", "-i=list.txt", "--header-for", "x.com", "A: b",
+                "--header-for", "y.com", "C: d", "--jobs=4", "--", "--not-an-option",
+            ],
             options: table)
         XCTAssertEqual(args.positionals, ["a.mp4", "--not-an-option"])
         XCTAssertEqual(args.value("jobs"), "4", "the last value wins")
@@ -57,11 +60,15 @@ final class ArgumentsTests: XCTestCase {
     }
 
     func testNumbersAndSizesAreReadStrictly() {
-        let decimals: [(String, Double?)] = [("12", 12), ("0.5", 0.5), (".5", 0.5), ("0x10", nil), ("1e3", nil), ("inf", nil),
-                                             ("nan", nil), ("-1", nil), (".", nil), ("", nil), ("1.2.3", nil)]
+        let decimals: [(String, Double?)] = [
+            ("12", 12), ("0.5", 0.5), (".5", 0.5), ("0x10", nil), ("1e3", nil), ("inf", nil),
+            ("nan", nil), ("-1", nil), (".", nil), ("", nil), ("1.2.3", nil),
+        ]
         for (text, expected) in decimals { XCTAssertEqual(parseDecimal(text), expected, text) }
-        let sizes: [(String, Int64?)] = [("500M", 500 << 20), ("10G", 10 << 30), ("2GiB", 2 << 30), ("1048576", 1 << 20),
-                                         (" 1k ", 1 << 10), ("-5M", nil), ("lots", nil), ("99999999T", nil)]
+        let sizes: [(String, Int64?)] = [
+            ("500M", 500 << 20), ("10G", 10 << 30), ("2GiB", 2 << 30), ("1048576", 1 << 20),
+            (" 1k ", 1 << 10), ("-5M", nil), ("lots", nil), ("99999999T", nil),
+        ]
         for (text, expected) in sizes { XCTAssertEqual(parseByteSize(text), expected, text) }
     }
 }

@@ -1,6 +1,6 @@
+import ByteSources
 import Caching
 import Foundation
-import ByteSources
 import RangeFetch
 import TestSupport
 import XCTest

@@ -64,7 +64,8 @@ final class CommandTablesTests: CLITestCase {
         try XCTUnwrap(try? runProcess("bash", ["-n", script])).assertSuccess()
         func complete(_ words: [String]) throws -> [String] {
             let quoted = words.map { "'\($0)'" }.joined(separator: " ")
-            let shell = "source '\(script)'; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _mprobe; printf '%s\\n' \"${COMPREPLY[@]}\""
+            let shell =
+                "source '\(script)'; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _mprobe; printf '%s\\n' \"${COMPREPLY[@]}\""
             let result = try runProcess("bash", ["-c", shell])
             XCTAssertEqual(result.status, 0, result.stderr)
             return result.stdoutString.split(separator: "\n").map(String.init)
@@ -75,7 +76,8 @@ final class CommandTablesTests: CLITestCase {
         XCTAssertFalse(try complete(["mprobe", "serve", "--"]).contains("--json"), "serve takes no --json")
         XCTAssertEqual(try complete(["mprobe", "cat", "-"]).filter { $0 == "-j" }, [], "cat has no -j")
         XCTAssertEqual(try complete(["mprobe", "pre"]).first, "prefetch")
-        XCTAssertTrue(try complete(["mprobe", "https://example.com/a.mp4", "--fa"]).contains("--fast"), "mprobe URL is probe")
+        XCTAssertTrue(
+            try complete(["mprobe", "https://example.com/a.mp4", "--fa"]).contains("--fast"), "mprobe URL is probe")
     }
 
     func testZshReadsItsCompletionScript() throws {
@@ -101,8 +103,9 @@ final class CommandTablesTests: CLITestCase {
             XCTAssertTrue(page.contains(option), option)
         }
         let shipped = CLITestCase.samplesDirectory.replacingOccurrences(of: "/Samples", with: "/docs/mprobe.1")
-        XCTAssertEqual(try String(contentsOfFile: shipped, encoding: .utf8), page,
-                       "docs/mprobe.1 is not what `mprobe completions man` prints: regenerate it")
+        XCTAssertEqual(
+            try String(contentsOfFile: shipped, encoding: .utf8), page,
+            "docs/mprobe.1 is not what `mprobe completions man` prints: regenerate it")
     }
 }
 

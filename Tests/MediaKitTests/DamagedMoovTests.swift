@@ -1,7 +1,7 @@
+import ByteSources
 import Containers
 import Foundation
 import MediaKit
-import ByteSources
 import TestSupport
 import XCTest
 

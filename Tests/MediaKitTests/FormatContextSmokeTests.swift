@@ -1,7 +1,7 @@
+import ByteSources
 import FFmpeg
 import Foundation
 import MediaKit
-import ByteSources
 import TestSupport
 import XCTest
 

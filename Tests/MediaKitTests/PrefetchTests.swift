@@ -1,7 +1,7 @@
+import ByteSources
 import Caching
 import Foundation
 import MediaKit
-import ByteSources
 import RangeFetch
 import TestSupport
 import XCTest

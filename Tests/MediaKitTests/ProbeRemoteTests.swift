@@ -1,8 +1,8 @@
+import ByteSources
 import Caching
 import Containers
 import Foundation
 import MediaKit
-import ByteSources
 import RangeFetch
 import TestSupport
 import XCTest

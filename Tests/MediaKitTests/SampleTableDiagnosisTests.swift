@@ -1,6 +1,6 @@
+import ByteSources
 import Foundation
 import MediaKit
-import ByteSources
 import Synchronization
 import TestSupport
 import XCTest

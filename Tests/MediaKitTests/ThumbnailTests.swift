@@ -1,8 +1,8 @@
+import ByteSources
 import Containers
 import FFmpeg
 import Foundation
 import MediaKit
-import ByteSources
 import TestSupport
 import XCTest
 

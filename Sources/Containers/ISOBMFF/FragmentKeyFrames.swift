@@ -1,5 +1,5 @@
-import Caching
 import ByteSources
+import Caching
 import RangeFetch
 import Support
 

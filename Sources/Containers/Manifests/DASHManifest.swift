@@ -1,5 +1,5 @@
-import Foundation
 import ByteSources
+import Foundation
 import RangeFetch
 
 /// A DASH manifest (MPD) read into the same model as an HLS master playlist, so that probe,

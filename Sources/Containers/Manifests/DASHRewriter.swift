@@ -1,5 +1,5 @@
-import Foundation
 import ByteSources
+import Foundation
 
 /// Rewrites a DASH manifest so that every segment, initialization and single-file URL in it
 /// points where `route` says (for `mprobe serve`, back at its own proxy). A manifest's URLs are

@@ -1,5 +1,5 @@
-import Foundation
 import ByteSources
+import Foundation
 import RangeFetch
 
 /// An HLS playlist (RFC 8216) as mprobe uses it: a master playlist lists variants and renditions,

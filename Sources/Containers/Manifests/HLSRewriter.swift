@@ -1,5 +1,5 @@
-import Foundation
 import ByteSources
+import Foundation
 
 /// Rewrites an HLS playlist so that every URI in it (segment and playlist lines, and the `URI`
 /// attribute of any tag: renditions, initialization sections, keys, I-frame playlists) points

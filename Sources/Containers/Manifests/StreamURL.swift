@@ -1,5 +1,5 @@
-import Foundation
 import ByteSources
+import Foundation
 
 /// URIs in playlists and manifests, made absolute.
 package enum StreamURL {

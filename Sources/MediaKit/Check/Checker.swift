@@ -1,6 +1,6 @@
+import ByteSources
 import FFmpeg
 import Foundation
-import ByteSources
 
 /// "Will it play": demuxes and decodes every packet of a window for the chosen tracks, as a
 /// player starting at `start` would, and counts what decoded.

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import FFmpeg
-import ByteSources
 import Support
 
 /// Where libavformat's MP3 demuxer and the frame walk meet: the demuxer's seek says where a

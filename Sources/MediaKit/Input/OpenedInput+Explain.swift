@@ -1,7 +1,7 @@
+import ByteSources
 import Containers
 import FFmpeg
 import Foundation
-import ByteSources
 
 extension OpenedInput {
     /// An error met while reading or seeking the opened input, said as what is wrong with the file:

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import FFmpeg
-import ByteSources
 
 /// What an input is, once opened: media for libavformat, or an HLS playlist or DASH manifest for
 /// the stream jobs (libavformat's readers of those would fetch the segments themselves, around

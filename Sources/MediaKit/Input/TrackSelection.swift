@@ -1,6 +1,6 @@
+import ByteSources
 import FFmpeg
 import Foundation
-import ByteSources
 
 /// Which tracks a prefetch or check covers.
 public enum TrackSelection: Sendable, Equatable {

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import FFmpeg
-import ByteSources
 
 /// An MPEG-TS whose analysis left its durations to its tail (`FormatContext.durationsLeftToTheTail`)
 /// has them set from `TransportStreamTail`, as libavformat would have set them.

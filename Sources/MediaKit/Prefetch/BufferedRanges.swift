@@ -1,7 +1,7 @@
+import ByteSources
 import Caching
 import Containers
 import FFmpeg
-import ByteSources
 
 /// For each track, the time ranges whose samples are all cached: what a player calls buffered
 /// (or loaded) time ranges. Derived from the demuxer's index and the source's present bytes.

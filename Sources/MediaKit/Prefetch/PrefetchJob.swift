@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import Foundation
-import ByteSources
 import RangeFetch
 
 /// What a prefetch did: of a media file, or of an HLS stream.

@@ -1,5 +1,5 @@
-import FFmpeg
 import ByteSources
+import FFmpeg
 import Support
 
 /// The byte ranges a player needs to start at `start` and play `seconds`, computed from the

@@ -1,8 +1,8 @@
+import ByteSources
 import Caching
 import Containers
 import FFmpeg
 import Foundation
-import ByteSources
 import RangeFetch
 import Support
 

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import Foundation
-import ByteSources
 import RangeFetch
 import Synchronization
 

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import FFmpeg
-import ByteSources
 
 /// What `mprobe URL` reports: the container, every track, and the MP4 layout.
 public struct ProbeResult: Sendable {

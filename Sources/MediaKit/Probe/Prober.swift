@@ -1,7 +1,7 @@
+import ByteSources
 import Containers
 import FFmpeg
 import Foundation
-import ByteSources
 import RangeFetch
 
 /// What `mprobe URL` found: a media file, or an HLS stream.

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import Foundation
-import ByteSources
 
 /// Which variants of a stream get their first segment probed.
 public enum VariantChoice: Sendable, Equatable {

@@ -1,7 +1,7 @@
+import ByteSources
 import Containers
 import FFmpeg
 import Foundation
-import ByteSources
 
 /// Fetches HLS playlists through the session (so they are cached like any byte, and offline jobs
 /// read them from the cache) and makes the sources of their segments.

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import Foundation
-import ByteSources
 
 /// Which variant of a stream a job plays.
 public enum VariantPick: Sendable, Equatable {

@@ -1,6 +1,6 @@
+import ByteSources
 import Containers
 import Foundation
-import ByteSources
 
 extension Thumbnailer {
     /// Thumbnails of an HLS VOD stream, from the lowest variant at least as wide as the pictures

@@ -1,5 +1,5 @@
-import FFmpeg
 import ByteSources
+import FFmpeg
 
 extension ThumbnailOptions {
     /// What a user asked for, before it is checked. Exactly one of `every`, `count`, `at` (or none).

@@ -1,8 +1,8 @@
+import ByteSources
 import Caching
 import Containers
 import FFmpeg
 import Foundation
-import ByteSources
 
 /// One thumbnail: the time asked for, the time of the frame shown, and the encoded picture.
 public struct Thumbnail: Sendable {

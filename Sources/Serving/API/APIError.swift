@@ -1,8 +1,8 @@
+import ByteSources
 import Caching
 import FFmpeg
 import Foundation
 import MediaKit
-import ByteSources
 import RangeFetch
 import Reports
 import URLSupport

@@ -1,6 +1,6 @@
+import ByteSources
 import Foundation
 import MediaKit
-import ByteSources
 
 /// What a job does, parsed and checked from its request body. The stored spec is that body, so a
 /// restarted service parses it again the same way.

@@ -1,5 +1,5 @@
-import Foundation
 import ByteSources
+import Foundation
 import RangeFetch
 import Support
 import Synchronization

@@ -11,7 +11,9 @@ enum CatCommand: OptionCommand {
         closed HTTP range requests where not (only the missing gaps are requested). Local paths and
         file:// URLs are read directly. -v reports requests and bytes on stderr when done.
         """
-    static let options = [Option("range", .value("A-B"), "only bytes A to B, inclusive as in HTTP (A- means to the end)")]
+    static let options = [
+        Option("range", .value("A-B"), "only bytes A to B, inclusive as in HTTP (A- means to the end)")
+    ]
 
     /// Bytes of the first missing gap fetched before anything is written (one readahead window).
     static let firstGapProbe: Int64 = 256 << 10

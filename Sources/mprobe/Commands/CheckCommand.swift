@@ -18,12 +18,15 @@ enum CheckCommand: OptionCommand {
         prove that playback can start without the network. --json gives one object: tracks with
         frames, packets, errors; "ok".
         """
-    static let options: [Option] = WindowOptions.options + [
-        Option("variant", .value("V"), """
-            HLS: the variant to check (best, worst or a BANDWIDTH, as prefetch takes);
-            its segments of the window are read in a row, as a player's demuxer does
-            """)
-    ]
+    static let options: [Option] =
+        WindowOptions.options + [
+            Option(
+                "variant", .value("V"),
+                """
+                HLS: the variant to check (best, worst or a BANDWIDTH, as prefetch takes);
+                its segments of the window are read in a row, as a player's demuxer does
+                """)
+        ]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         guard args.positionals.count == 1 else { throw UsageError("check needs exactly one URL or path") }

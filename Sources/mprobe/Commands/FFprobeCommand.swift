@@ -1,6 +1,6 @@
+import ByteSources
 import FFmpeg
 import MediaKit
-import ByteSources
 import Reports
 
 /// `mprobe ffprobe [ffprobe options] INPUT`: a compatibility front end, so that

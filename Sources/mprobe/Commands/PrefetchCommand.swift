@@ -1,6 +1,6 @@
+import ByteSources
 import Foundation
 import MediaKit
-import ByteSources
 import Reports
 
 /// `mprobe prefetch URL...`: warm the cache with what a player needs to start at T.
@@ -25,19 +25,23 @@ enum PrefetchCommand: OptionCommand {
         away. Encrypted segments are refused (mprobe does not fetch keys). --json gives one object
         per input, ranges included.
         """
-    static let options: [Option] = WindowOptions.options + [
-        Option("plan", "print the plan and fetch nothing more (the header is read to make it)"),
-        Option("connections", .value("C"), "parallel requests per input (default 4)"),
-        Option("variant", .value("V"), "HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed"),
-        Option("first-segment", """
-            HLS: also each playlist's first segment, which ffmpeg-based players read
-            before they seek (without it the window plays offline in players that
-            start at the window's segment, such as hls.js)
-            """),
-        Option("jobs", short: "j", .value("N"), "inputs at once (default 4)"),
-        Option("i", .value("FILE"), "inputs from FILE, one per line ('-' for stdin)"),
-        Option("quiet", "no progress bar (there is none when stderr is not a terminal)"),
-    ]
+    static let options: [Option] =
+        WindowOptions.options + [
+            Option("plan", "print the plan and fetch nothing more (the header is read to make it)"),
+            Option("connections", .value("C"), "parallel requests per input (default 4)"),
+            Option(
+                "variant", .value("V"), "HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed"),
+            Option(
+                "first-segment",
+                """
+                HLS: also each playlist's first segment, which ffmpeg-based players read
+                before they seek (without it the window plays offline in players that
+                start at the window's segment, such as hls.js)
+                """),
+            Option("jobs", short: "j", .value("N"), "inputs at once (default 4)"),
+            Option("i", .value("FILE"), "inputs from FILE, one per line ('-' for stdin)"),
+            Option("quiet", "no progress bar (there is none when stderr is not a terminal)"),
+        ]
 
     static func run(_ args: Arguments) throws -> ExitCode {
         let options = try GlobalOptions(args)

@@ -1,7 +1,7 @@
+import ByteSources
 import FFmpeg
 import Foundation
 import MediaKit
-import ByteSources
 import Reports
 
 /// `mprobe [probe] URL... [--json]`: container, duration, tracks and MP4 layout.
@@ -28,13 +28,17 @@ enum ProbeCommand: OptionCommand {
         --fast skips that step: header fields only, no sample data.
         """
     static let options: [Option] = [
-        Option("of", .value("FORMAT"), """
+        Option(
+            "of", .value("FORMAT"),
+            """
             ffprobe: what `ffprobe -v error -of json -show_format -show_streams` prints, key for
             key (one object per input, laid out as ffprobe does); mprobe (the default) is
             mprobe's own report. See also `mprobe ffprobe`.
             """),
         Option("fast", "header only: no sample data is read"),
-        Option("variants", .value("V"), """
+        Option(
+            "variants", .value("V"),
+            """
             for an HLS playlist: whose first segment to probe: best (the highest
             bandwidth, the default), all, or a count N of the highest (0: playlists only).
             Every variant's playlist is read; of segments, only those first ones (and

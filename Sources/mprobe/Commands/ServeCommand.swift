@@ -33,43 +33,59 @@ enum ServeCommand: OptionCommand {
         again. See docs/service.md for every endpoint with curl, and its "Security" section.
         """
     static let options: [Option] = [
-        Option("listen", .value("HOST:PORT"), """
+        Option(
+            "listen", .value("HOST:PORT"),
+            """
             address to listen on (default 127.0.0.1:8080; [::1]:8080 for IPv6);
             any other than loopback needs a token
             """),
-        Option("token", .value("TOKEN"), """
+        Option(
+            "token", .value("TOKEN"),
+            """
             require Authorization: Bearer TOKEN on every endpoint but /healthz,
             /openapi.json and the dashboard's files (the page asks for the token);
             /v1/stream and job files also take ?token=TOKEN, for players
             """),
         Option("token-file", .value("FILE"), "the token from FILE (first line), kept off the command line"),
-        Option("public-host", .value("NAME[:PORT]"), """
+        Option(
+            "public-host", .value("NAME[:PORT]"),
+            """
             a name requests may give as Host besides the listen address and
             localhost (repeatable; without a port, any port): what a front such as
             nginx passes on; needs a token. Any other Host is answered 421 (DNS rebinding)
             """),
-        Option("allow-origin", .value("ORIGIN"), """
+        Option(
+            "allow-origin", .value("ORIGIN"),
+            """
             pages of ORIGIN (https://app.example.com) may play media through
             /v1/stream and read job files (repeatable); pages of other origins
             are refused everywhere but /healthz, /openapi.json and the dashboard
             """),
-        Option("allow-host", .value("H[:P]"), """
+        Option(
+            "allow-host", .value("H[:P]"),
+            """
             an internal origin that may be fetched (repeatable); loopback, private,
             link-local and unique-local addresses are refused otherwise
             """),
-        Option("header-for", .pair("HOST", "'Name: value'"), """
+        Option(
+            "header-for", .pair("HOST", "'Name: value'"),
+            """
             send this header to origins whose host matches HOST (example.com,
             *.example.com, example.com:8443), and to no other (repeatable); the
             config file's hosts.HOST.headers do the same. A header for every host
             (-H, --header-file, the config's top-level headers) is refused: the
             service fetches whatever URL a client names
             """),
-        Option("location-trusted", .value("HOST"), """
+        Option(
+            "location-trusted", .value("HOST"),
+            """
             a header for one host also follows redirects from it to HOST (repeatable);
             otherwise a redirect to a host its pattern does not match drops it
             """),
         Option("workers", .value("N"), "jobs run at once (default 2)"),
-        Option("max-connections-per-client", .value("N"), """
+        Option(
+            "max-connections-per-client", .value("N"),
+            """
             connections one client address may hold at once (default 64; 0 for no
             limit, e.g. behind a front whose address every request comes from)
             """),

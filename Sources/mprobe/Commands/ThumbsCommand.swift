@@ -31,12 +31,16 @@ enum ThumbsCommand: OptionCommand {
         Option("out", .value("DIR"), "where to write (default ./thumbs); several inputs get a folder each"),
         // A next argument shaped like a grid (any case of x, so that 5X4 is an error about the grid,
         // not an input named 5X4) is the grid.
-        Option("sprite", .optionalValue("CxR", pattern: "^[0-9]+[xX][0-9]+$"), """
+        Option(
+            "sprite", .optionalValue("CxR", pattern: "^[0-9]+[xX][0-9]+$"),
+            """
             also sprite sheets and thumbs.vtt: C x R thumbnails a sheet (default square-ish,
             one sheet when it fits); more go on sprite-2.jpg, ...; a sheet is at most
             65500 pixels a side and 8192x8192 pixels in all
             """),
-        Option("storyboard", .value("L"), """
+        Option(
+            "storyboard", .value("L"),
+            """
             the storyboards beside the sheets, comma separated: vtt (thumbs.vtt, the
             default), hls (thumbs.m3u8, an #EXT-X-IMAGES-ONLY playlist, and
             thumbs-master.m3u8 with the #EXT-X-IMAGE-STREAM-INF line for your master),
@@ -45,7 +49,9 @@ enum ThumbsCommand: OptionCommand {
             sheets without --sprite (10x10 tiles) and keep every sheet the same grid,
             at most 4096 pixels a side (what TV players decode)
             """),
-        Option("skip-black", """
+        Option(
+            "skip-black",
+            """
             a key frame that is nearly black or flat gives way to the next one (up
             to 4 key frames, 10 s, on); the manifest says the time it replaced
             """),

@@ -1,12 +1,14 @@
-import MediaKit
 import ByteSources
+import MediaKit
 
 /// `--start`, `--seconds` and `--tracks`, shared by prefetch and check.
 struct WindowOptions {
     static let options: [Option] = [
         Option("start", .value("T"), "window start in seconds (default 0)"),
         Option("seconds", .value("N"), "window length in seconds (default 10)"),
-        Option("tracks", .value("LIST"), """
+        Option(
+            "tracks", .value("LIST"),
+            """
             default (the default video and audio track), all, or a comma list of
             track indices and kinds, e.g. 0,2 or video,audio
             """),
