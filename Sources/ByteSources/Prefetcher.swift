@@ -1,4 +1,3 @@
-import ByteSources
 import Foundation
 import RangeFetch
 import Support

@@ -95,10 +95,11 @@ enum ServeCommand: OptionCommand {
         Stops cleanly on SIGTERM or Ctrl-C: no new connections, running jobs go back to the queue,
         responses in flight get 5 seconds to finish.
         """
-    /// The common options that take a value; of their flags, only --help (which serve lists itself).
+    /// The common options that take a value (serve lists its own --help, and its --location-trusted
+    /// takes a host); none of their flags.
     static var commonOptions: [Option] {
         GlobalOptions.options.filter { option in
-            if case .value = option.takes { return option.name != "location-trusted" }
+            if case .value = option.takes { return true }
             return false
         }
     }
