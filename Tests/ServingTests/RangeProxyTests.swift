@@ -184,10 +184,11 @@ final class RangeProxyTests: XCTestCase {
             let player = try RawHTTPConnection(port: service.service.port)
             player.get(target)
         }  // each hangs up at once
-        Thread.sleep(forTimeInterval: 2)
+        let isAbandoned = { (line: String) in line.contains("/v1/stream?url=") && line.contains("slow.mp4") }
+        _ = service.waitForLog(timeout: 2) { $0.filter(isAbandoned).count >= 20 }
         let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/v.mp4")))
         XCTAssertEqual(reply.status, 200, "a real player gets a slot: \(reply.text)")
-        let gone = service.log.filter { $0.contains("/v1/stream?url=") && $0.contains("slow.mp4") }
+        let gone = service.log.filter(isAbandoned)
         XCTAssertEqual(
             gone.count, 20, "every abandoned request ended within 2 s, long before the origin's 30 s: \(service.log)")
     }

@@ -32,9 +32,11 @@ final class ServiceHarness: Sendable {
     /// The access log so far.
     var log: [String] { logLines.all }
 
-    /// Waits until the access log has a line for which `matches` holds: lines are written when a
-    /// response is complete, after the client has read it.
-    func waitForLogLine(_ matches: (String) -> Bool) -> Bool { logLines.wait(for: matches) }
+    /// Waits until `holds` is true of the access log, at most `timeout` seconds: lines are written
+    /// when a response is complete, after the client has read it.
+    func waitForLog(timeout: Double = 10, until holds: ([String]) -> Bool) -> Bool {
+        logLines.wait(timeout: timeout, until: holds)
+    }
 
     var base: String { "http://127.0.0.1:\(service.port)" }
 
@@ -85,11 +87,11 @@ final class LogLines: @unchecked Sendable {
 
     var all: [String] { condition.withLock { lines } }
 
-    /// Waits until a line for which `matches` holds is logged (true), or `timeout` seconds pass.
-    func wait(timeout: Double = 10, for matches: (String) -> Bool) -> Bool {
+    /// Waits until `holds` is true of the lines logged (true), or `timeout` seconds pass (false).
+    func wait(timeout: Double, until holds: ([String]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         return condition.withLock {
-            while !lines.contains(where: matches) {
+            while !holds(lines) {
                 guard condition.wait(until: deadline) else { return false }
             }
             return true
