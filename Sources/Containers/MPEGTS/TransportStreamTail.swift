@@ -6,7 +6,7 @@ import ByteSources
 /// much as a probe reads of the head (`OpenedInput.probeHeadRead`), 128 KiB, then 500,000 bytes.
 /// A window of another size can see other first timestamps: a file whose last 200 KB restart
 /// their clock (two recordings joined) has libavformat's duration or this one's, each by its window.
-/// The demuxer's side (reading its streams, setting what this finds) is `TransportStreamDurations`.
+/// The demuxer's side (reading its streams, setting what this finds) is `TransportStreamDemuxing` in MediaKit.
 public enum TransportStreamTail {
     static let scans: [Int64] = [128 << 10, 500_000]
 

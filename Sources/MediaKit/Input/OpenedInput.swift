@@ -74,47 +74,10 @@ struct OpenedInput {
         self.source = source
         self.layout = layout
         self.before = before
-        var timeline: FragmentTimeline?
         var fragments = fragments
+        var timeline: FragmentTimeline?
         if let layout, layout.manyFragments(fileSize: try source.size(), probing: fragments == .first) {
-            if fragments == .keyFrames {
-                // Read once: an index's timeline serves `throughIndex` below as it is.
-                timeline = layout.hasSegmentIndex ? nil : try FragmentTimeline.read(layout: layout, source: source)
-                let scanned = timeline.map { $0.foundThrough == .tail && !$0.reordered } ?? false
-                fragments = scanned ? .first : .throughIndex(oneStream: true)
-            }
-            switch fragments {
-            case .every, .keyFrames:
-                break
-            case .everyChained:
-                if let moof = layout.boxes.first(where: { $0.type == "moof" }) {
-                    try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof).prefetch(
-                        from: moof.offset)
-                }
-            case .first:
-                // A sidx's timeline is read from the head: libavformat would take the durations
-                // from it too, but analyse the whole first fragment (0.5 MB of a 2 s 720p one) —
-                // but for B-frames (the start is a presentation time libavformat finds in the
-                // fragment) and a sidx for some tracks only (the others' durations are in theirs).
-                timeline = try timeline ?? FragmentTimeline.read(layout: layout, source: source)
-                if layout.hasSegmentIndex, let read = timeline,
-                    read.reordered || read.tracks.count < read.defaults.count
-                {
-                    timeline = nil
-                }
-            case .throughIndex:
-                // With a sidx it stops too, and its index then holds the first fragment only: the
-                // sidx (or the mfra) places the others. B-frames make it read them all (see
-                // FragmentTimeline.reordered).
-                timeline = try timeline ?? FragmentTimeline.read(layout: layout, source: source, randomAccessOnly: true)
-                let listed = timeline?.randomAccess.values.joined().map(\.moof) ?? []
-                if timeline?.randomAccess.isEmpty != false || timeline?.reordered != false { timeline = nil }
-                // libavformat will read every moof: they come first, in small reads (MoofChain).
-                if timeline == nil, let moof = layout.boxes.first(where: { $0.type == "moof" }) {
-                    try MoofChain(source: source, cancellation: session.cancellation, firstMoof: moof)
-                        .prefetch(from: moof.offset, known: listed)
-                }
-            }
+            timeline = try FragmentTimeline.prepare(layout, fragments: &fragments, source: source, session: session)
         }
         // A probe of a file without boxes, and any job on a Matroska file or an MP3, reads the
         // head in at most `probeHeadRead` or `headRead` bytes, or to the end of the MP3's ID3 tag
@@ -124,18 +87,10 @@ struct OpenedInput {
         // doubling windows serve it in fewer requests.)
         let probesHead = fragments == .first && layout == nil
         let mp3Head = layout != nil ? nil : MPEGAudioFrames.headEnd(source)
-        let head: Int64?
-        if let mp3Head {
-            head = mp3Head
-        } else if probesHead {
-            head = OpenedInput.probeHeadRead
-        } else if layout == nil && MatroskaHead.startsAMatroskaFile(source) {
-            head = OpenedInput.headRead
-        } else if namedMP3 {
-            head = firstRequest  // a .mp3 name that is no MP3 (or one after junk): what its first request would have held
-        } else {
-            head = nil
-        }
+        let head =
+            mp3Head ?? (probesHead ? OpenedInput.probeHeadRead : nil)
+            ?? (layout == nil ? MatroskaHead.headRead(of: source) : nil)
+            ?? (namedMP3 ? firstRequest : nil)  // a .mp3 name that is no MP3 (or one after junk): what its first request held
         if let head { source.limitReadahead(to: head) }
         defer { if head != nil { source.limitReadahead(to: nil) } }
         if timeline == nil { fragments = .every }
@@ -151,22 +106,9 @@ struct OpenedInput {
                 throw OpenedInput.mediaError(error, input: source.input, layout: layout, source: source)
             }
         }
-        let analysesHead = probesHead && findStreamInfo
-        var context = try open(analysesHead ? 1 : 0)
-        if analysesHead {
-            // A stream whose packets the head did not reach (audio after a large first key frame):
-            // analysed again over four times as many bytes, then sixteen times, then as ffprobe
-            // would, over the bytes already fetched and those after them; the last also when the
-            // tail gave no durations.
-            for scale: Int64 in [4, 16] where context.analysedFromTheHead && context.leavesAStreamUndescribed {
-                context = try open(scale)
-            }
-            if try context.analysedFromTheHead && context.leavesAStreamUndescribed
-                || context.durationsLeftToTheTail && !TransportStreamDurations.apply(to: context, source: source)
-            {
-                context = try open(0)
-            }
-        }
+        // A probe analyses an MPEG-TS from its head, its durations from its tail.
+        let context =
+            try probesHead && findStreamInfo ? TransportStreamTail.analysed(by: open, source: source) : open(0)
         self.context = context
     }
 
