@@ -175,6 +175,9 @@ public final class CacheEntry: RangeStore {
     /// Present ranges that are durable and recorded in the index.
     public var committedRanges: ByteRangeSet { state.withLock { $0.committed } }
 
+    /// Ranges a commit under way has taken from the pending ones and not yet recorded.
+    package var committingRanges: ByteRangeSet { state.withLock { $0.committing } }
+
     public var generation: StoreGeneration { state.withLock { $0.generation } }
 
     /// The data file and why writing is refused, for claims.

@@ -401,16 +401,20 @@ final class ServeTrustTests: CLITestCase {
             }
         }
         let dripping = DispatchGroup()
-        let stopDripping = Flag()
+        let stopDripping = DispatchSemaphore(value: 0)
         let trickling = Connections(slow)
         dripping.enter()
         Thread.detachNewThread {
             defer { dripping.leave() }
-            while !stopDripping.isSet {
-                for connection in trickling.all { connection.send([0x61]) }; Thread.sleep(forTimeInterval: 1)
-            }
+            // A byte a second on each slow connection, until told to stop.
+            repeat {
+                for connection in trickling.all { connection.send([0x61]) }
+            } while stopDripping.wait(timeout: .now() + 1) == .timedOut
         }
-        defer { stopDripping.set(); dripping.wait() }
+        defer {
+            stopDripping.signal()
+            dripping.wait()
+        }
         // The last connections are past the limit: answered, then closed.
         let refused = String(decoding: idle.last!.read(atLeast: 12, timeout: 5), as: UTF8.self)
         XCTAssertTrue(refused.hasPrefix("HTTP/1.1 429"), refused)
@@ -508,11 +512,4 @@ private final class Results: @unchecked Sendable {
 private final class Connections: @unchecked Sendable {
     let all: [RawHTTPConnection]
     init(_ all: [RawHTTPConnection]) { self.all = all }
-}
-
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
 }

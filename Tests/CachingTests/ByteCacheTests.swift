@@ -100,7 +100,9 @@ final class ByteCacheTests: XCTestCase {
             let e = try cache.entry(for: "http://o.test/\(name)")
             try write(e, chunk, at: 0)
             try e.commit()
-            Thread.sleep(forTimeInterval: 0.01)  // distinct access times
+            // Distinct access times: the next one is taken once the clock has passed this one.
+            let accessed = try XCTUnwrap(try cache.resources().first { $0.url == "http://o.test/\(name)" }).lastAccess
+            while Date().timeIntervalSince1970 <= accessed {}
         }
         // 300 KB > 250 KB: the oldest resource is "pinned", but it is open, so "a" goes instead.
         let urls = Set(try cache.resources().map(\.url))

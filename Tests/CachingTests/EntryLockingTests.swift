@@ -24,7 +24,8 @@ final class EntryLockingTests: XCTestCase {
             do { try entry.commit() } catch { commitError.withLock { $0 = "\(error)" } }
             committed.signal()
         }.start()
-        usleep(100_000)  // the commit is now waiting for SQLite's write lock
+        // The commit has taken the pending bytes; it syncs them, then waits for SQLite's write lock.
+        XCTAssertTrue(waitUntil { !entry.committingRanges.isEmpty }, "the commit never started")
 
         var longest = 0.0
         let until = Date().addingTimeInterval(1.2)
@@ -59,7 +60,8 @@ final class EntryLockingTests: XCTestCase {
         let holder = try WriteLockHolder(database: path + "/index.sqlite", seconds: 1, scratch: dir)
         defer { holder.wait() }
         Thread { try? entry.commit() }.start()
-        usleep(200_000)  // that commit has taken the pending bytes and waits for SQLite's write lock
+        // That commit has taken the pending bytes and waits for SQLite's write lock.
+        XCTAssertTrue(waitUntil { !entry.committingRanges.isEmpty }, "the commit never started")
         try entry.commit()
         XCTAssertEqual(
             try ByteCache(directory: path).presentRanges(for: "http://o.test/a").ranges, [0..<65_536],

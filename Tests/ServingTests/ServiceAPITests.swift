@@ -187,7 +187,8 @@ final class ServiceAPITests: XCTestCase {
             "GET", service.url("/v1/stream", origin: nginx.url("/faststart.mp4"), extra: "&token=tok-123"))
         XCTAssertEqual(streamed.status, 200)
         XCTAssertEqual(try service.get("/metrics", headers: ["Authorization": "Bearer tok-123"]).status, 200)
-        XCTAssertTrue(service.waitForLog { $0.contains { $0.hasPrefix("GET /metrics") } }, service.log.joined(separator: "\n"))
+        XCTAssertTrue(
+            service.waitForLog { $0.contains { $0.hasPrefix("GET /metrics") } }, service.log.joined(separator: "\n"))
         XCTAssertFalse(service.log.joined(separator: "\n").contains("tok-123"), service.log.joined(separator: "\n"))
         XCTAssertTrue(
             service.log.contains { $0.hasPrefix("GET /v1/stream?url=") && $0.contains(" 200 ") },
@@ -348,10 +349,8 @@ final class ServiceAPITests: XCTestCase {
         }
         DispatchQueue.global().async(execute: first)
         // The first probe holds the slot once its request reaches the origin.
-        let deadline = Date().addingTimeInterval(10)
-        while !origin.requests.contains(where: { $0.path == "/slow.mp4" }) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        XCTAssertTrue(
+            waitUntil { origin.requests.contains { $0.path == "/slow.mp4" } }, "the first probe never fetched")
         let refused = try HTTPClient.request("GET", service.url("/v1/probe", origin: origin.url("/v.mp4")))
         XCTAssertEqual(refused.status, 503, refused.text)
         XCTAssertEqual(refused.headers["retry-after"], "1")
