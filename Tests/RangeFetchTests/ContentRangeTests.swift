@@ -6,11 +6,11 @@ import XCTest
 final class ContentRangeTests: XCTestCase {
     func testEveryFormIsReadAndEveryLieRefused() {
         let big = ResponseInfo.maxResourceSize
-        let cases: [(String, ContentRange?)] = [
-            ("bytes 0-99/1000", ContentRange(first: 0, last: 99, total: 1000)),
-            ("  BYTES 100-199/200 ", ContentRange(first: 100, last: 199, total: 200)),
-            ("bytes 0-99/*", ContentRange(first: 0, last: 99, total: nil)),
-            ("bytes */1000", ContentRange(first: nil, last: nil, total: 1000)),
+        let cases: [(String, Parsed?)] = [
+            ("bytes 0-99/1000", Parsed(0, 99, 1000)),
+            ("  BYTES 100-199/200 ", Parsed(100, 199, 200)),
+            ("bytes 0-99/*", Parsed(0, 99, nil)),
+            ("bytes */1000", Parsed(nil, nil, 1000)),
             ("bytes 99-0/1000", nil),  // inverted
             ("bytes 0-1000/1000", nil),  // past the total
             ("bytes -1-5/10", nil),  // negative
@@ -22,14 +22,15 @@ final class ContentRangeTests: XCTestCase {
             ("", nil),
         ]
         for (value, expected) in cases {
-            XCTAssertEqual(ContentRange(value), expected, value)
+            XCTAssertEqual(ContentRange(value).map { Parsed($0.first, $0.last, $0.total) }, expected, value)
         }
     }
 }
 
-extension ContentRange {
-    init(first: Int64?, last: Int64?, total: Int64?) {
-        self.init("bytes */1")!
+/// What a parse gives: the first and last byte and the total, each nil where the header has `*`.
+private struct Parsed: Equatable {
+    let first: Int64?, last: Int64?, total: Int64?
+    init(_ first: Int64?, _ last: Int64?, _ total: Int64?) {
         (self.first, self.last, self.total) = (first, last, total)
     }
 }
