@@ -50,7 +50,7 @@ final class CommandTablesTests: CLITestCase {
     func testAnAliasBelongsToTheCommandsThatHaveIt() throws {
         try mprobe(["probe", "-j", "2", "--help"])
         try mprobe(["thumbs", "-j", "2", "--help"])
-        // cat reads one input: -j is nothing of its own, and no longer means --jobs there.
+        // cat reads one input: its table has no -j, so -j is no option of cat.
         let cat = try mprobe(["cat", "-j", "2", samplePath("faststart.mp4")], expect: 2)
         XCTAssertTrue(cat.stderr.contains("unknown option -j"), cat.stderr)
         XCTAssertFalse(try mprobe(["cat", "--help"]).stdoutString.contains("--jobs"))
