@@ -63,7 +63,7 @@ let package = Package(
         // The fast tier: each container's parsers over bytes in memory (seconds, no server, no FFmpeg).
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "ByteSources", "RangeFetch"]),
         .testTarget(
-            name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "ByteSources", "TestSupport"]),
+            name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "ByteSources", "Caching", "TestSupport"]),
         .testTarget(
             name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "ByteSources", "TestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "TestSupport"]),

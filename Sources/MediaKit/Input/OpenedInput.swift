@@ -27,6 +27,8 @@ struct OpenedInput {
     /// Where the tracks of a fragmented MP4 end and where its sync samples are, read from its index
     /// and last fragment, when libavformat was told not to read every fragment (`FormatContext.Fragments`).
     let fragmentTimeline: FragmentTimeline?
+    /// Where its container places seeks: what prefetch, check, buffered ranges and thumbnails ask.
+    let seekIndex: any SeekIndex
     /// The source's counters before this job touched it, to report what the job cost.
     let before: SourceCounters
     /// With `fragments` other than `.every`, a fragmented MP4 with many fragments
@@ -110,6 +112,8 @@ struct OpenedInput {
         let context =
             try probesHead && findStreamInfo ? TransportStreamTail.analysed(by: open, source: source) : open(0)
         self.context = context
+        seekIndex = try OpenedInput.seekIndex(
+            context: context, source: source, layout: layout, timeline: fragmentTimeline)
     }
 
     /// The head read of a file that has no box index to say where its header ends.

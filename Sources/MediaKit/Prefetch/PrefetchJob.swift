@@ -103,8 +103,6 @@ public struct PrefetchJob: Sendable {
         if source.versionChanged { throw SourceError.versionChanged(input: source.input) }
         return PrefetchResult(
             plan: plan, fetched: source.counters, seconds: Date().timeIntervalSince(started),
-            buffered: context.bufferedRanges(
-                source: source, timeline: opened.fragmentTimeline,
-                streams: plan.tracks.map(\.index)))
+            buffered: opened.seekIndex.buffered(streams: plan.tracks.map(\.index)))
     }
 }

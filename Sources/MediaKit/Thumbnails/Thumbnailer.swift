@@ -130,46 +130,10 @@ public struct Thumbnailer: Sendable {
         guard let video = context.bestStream(.video) else {
             throw MediaError.noTracks(detail: "\(source.input) has no video track to take thumbnails from")
         }
-        var notes: [String] = []
-        var entries = context.indexEntries(stream: video)
-        // Each key frame's moof first (twice the first one's size: they are alike), then, knowing
-        // where it is, the key frame itself in the wave below: the bytes the pictures need, one
-        // round trip more. (Fetching a guess of both at once moved 1.9 times as much.)
-        let firstMoof = opened.layout?.boxes.first { $0.type == "moof" }?.size ?? 0
-        var fragments = opened.fragmentTimeline.flatMap { timeline in
-            context.containerID(stream: video).map {
-                FragmentKeyFrames(
-                    timeline: timeline, track: UInt32(bitPattern: $0), source: source,
-                    moofGuess: max(4 << 10, 2 * firstMoof + 16))
-            }
-        }
-        // A Matroska file's Cues are read on its first seek, and its Info states the duration:
-        // only the start time is wanted of the first packets, not libavformat's analysis of a
-        // second of them, which read half a megabyte past the first request for ten thumbnails
-        // needing 0.27 MB.
-        let matroska = try MatroskaHead(context, source: source)
-        let cued = matroska?.cues == true && context.durationSeconds != nil
-        // (A stream's segment with an index needs neither: its times are given, the playlist says its duration.)
-        if fragments == nil, entries.isEmpty || (context.durationSeconds == nil && given == nil) {
-            // No index: the duration and start time come from the first packets.
-            // (Its head held to 256 KiB, as while it was opened: a 720p key frame is most of 64 KiB.)
-            if matroska != nil { source.limitReadahead(to: OpenedInput.headRead) }
-            defer { source.limitReadahead(to: nil) }
-            do { try context.findStreamInfo(bytes: cued ? FormatContext.firstPacketsBytes : nil) } catch {
-                throw opened.explain(error)
-            }
-            entries = context.indexEntries(stream: video)
-        } else if fragments == nil, opened.layout?.movieExtends == true, !context.knowsStartTime(stream: video) {
-            // A fragmented file libavformat walked indexes decode times: how far presentation runs
-            // ahead of them (B-frames) comes from its first video packet. Without it, --at 4 took
-            // the key frame shown at 4.067 s, the next group of pictures.
-            do { try context.learnStartTime(stream: video) } catch { throw opened.explain(error) }
-            entries = context.indexEntries(stream: video)
-        }
-        let duration =
-            try opened.fragmentTimeline.flatMap { $0.tracks.map(\.seconds).max() }
-            ?? context.durationSeconds ?? context.duration(stream: video)
-            ?? MatroskaTail.duration(of: context, source: source)
+        let index = opened.seekIndex
+        do { try index.learnTimes(of: video, timesGiven: given != nil) } catch { throw opened.explain(error) }
+        let entries = context.indexEntries(stream: video)
+        let duration = try index.duration(of: video)
         if duration == nil, given == nil, options.spreadsOverTheDuration {
             throw MediaError.noTimeline(
                 input: source.input,
@@ -179,91 +143,22 @@ public struct Thumbnailer: Sendable {
         // Times count from the container's start; a stream's segment counts from its first key frame
         // (a fragment's times run on from the stream's start, which its container does not state).
         let offset = given == nil ? context.startTime : entries.first(where: \.isKeyframe)?.time ?? context.startTime
-        // A fragmented file's index can stop short of its end (libavformat read up to its sidx, and
-        // no timeline took its place): its key frames are then the first fragment's only, and the
-        // frames are found by seeking instead.
-        let stopsShort =
-            opened.layout?.movieExtends == true && fragments == nil
-            && entries.last.map { last in duration.map { last.time < offset + $0 - 2 } ?? false } == true
-        var keyframes = stopsShort ? [] : entries.filter(\.isKeyframe)
-        // A file cut short (a recording whose upload stopped) lists key frames it no longer holds:
-        // the last whole one stands for the times after it.
-        if let size = try source.size(), let cut = keyframes.first(where: { $0.byteRange.upperBound > size }) {
-            keyframes.removeAll { $0.byteRange.upperBound > size }
-            notes.append(Thumbnailer.cutNote(cut.time - offset))
-        }
         // For each requested time: the key frame at or before it (clamped to the last one).
         let times = given ?? options.requestedTimes(duration: duration ?? 0)
+        let found = try index.keyFrames(
+            KeyFrameQuery(
+                video: video, requested: times, offset: offset, duration: duration, connections: connections,
+                cancellation: session.cancellation))
+        guard case .found(let keys) = found else { return .unplaced }
+        var notes = keys.cut.map { [$0] } ?? []
         if given == nil, let note = options.limitNote(duration: duration ?? 0) { notes.append(note) }
         for time in times where duration.map({ time >= $0 }) == true {
             notes.append(
                 String(format: "%.3f s is past the end (%.3f s): using the last key frame", time, duration ?? 0))
         }
-        // The times as the container counts them.
-        let containerTimes = times.map { offset + max(0, $0) }
-        // A Matroska file with Cues: the key frame each Cue point names, read from its Cluster's head;
-        // the key frames --skip-black may go on to are every Cue point's.
-        var nextKeyFrames: [IndexEntry]?
-        if keyframes.isEmpty, fragments == nil,
-            let cues = try MatroskaKeyFrames.fromCues(
-                context, head: matroska, stream: video, source: source, times: containerTimes,
-                connections: connections, cancellation: session.cancellation)
-        {
-            keyframes = cues.found
-            nextKeyFrames = cues.points
-            if let cut = cues.cut {
-                notes.append(Thumbnailer.cutNote(cut - offset))
-            }
-        }
-        // A Matroska file without Cues, or whose Cues do not place its key frames (lost with a cut,
-        // of another track, times off or outside the file): libavformat would read every Cluster
-        // up to each time, or land where the Cues say; the key frames are found where they are
-        // instead, and given to its index.
-        if keyframes.isEmpty, fragments == nil, let duration,
-            let found = try MatroskaKeyFrames.index(
-                context, head: matroska, stream: video, source: source,
-                times: times.map { offset + min(max(0, $0), duration) }, end: offset + duration,
-                connections: connections, cancellation: session.cancellation)
-        {
-            keyframes = found
-            notes.append(
-                "\(context.formatName) has \(matroska?.cues == true ? "Cues that do not place its key frames" : "no Cues"): "
-                    + "each key frame was found by reading where the Clusters place its time")
-        }
-        let delay = context.decodeDelay(stream: video)
-        var inFragments = try fragments?.keyFrames(
-            at: containerTimes, delay: delay,
-            connections: connections, cancellation: session.cancellation)
-        // A fragmented file without an index (OpenedInput's `.keyFrames`), or whose index lists
-        // samples that are not sync samples: the sync samples found by FragmentScan (with the
-        // fragments the index places), decoded from their bytes — libavformat's seek would land on
-        // the last key frame it has read.
-        var fromBytes = false
-        if var scanned = fragments, let layout = opened.layout,
-            scanned.timeline.foundThrough == .tail || inFragments?.contains(where: { $0 == nil }) == true
-        {
-            let known = scanned.timeline.randomAccess[scanned.track] ?? []
-            guard
-                let points = try FragmentScan.randomAccess(
-                    at: containerTimes, delay: delay, track: scanned.track,
-                    timeline: scanned.timeline, layout: layout, known: known, source: source,
-                    connections: connections, cancellation: session.cancellation)
-            else { return .unplaced }
-            scanned.timeline.randomAccess = [scanned.track: points]
-            fragments = scanned
-            fromBytes = true
-            inFragments = try scanned.keyFrames(
-                at: containerTimes, delay: delay, connections: connections,
-                cancellation: session.cancellation)
-        }
-        let chosen =
-            inFragments?.map { $0?.entry }
-            ?? times.map { time in keyframes.last(where: { $0.time <= offset + max(0, time) }) ?? keyframes.first }
-        let targets = Array(zip(times, chosen)).map { (time: $0.0, keyframe: $0.1) }
-        if fromBytes, targets.contains(where: { $0.keyframe == nil }) { return .unplaced }
-        // (Cues, or an MP3's table of contents, place libavformat's seeks: an index all the same.)
-        let seeksByIndex = matroska.map { $0.cues == true } ?? !context.positionedPoints(stream: video).isEmpty
-        if keyframes.isEmpty, fragments == nil, given == nil, !seeksByIndex {
+        notes += keys.notes
+        let targets = Array(zip(times, keys.chosen)).map { (time: $0.0, keyframe: $0.1) }
+        if keys.listed.isEmpty, given == nil, !index.placesSeeks(of: video) {
             notes.append("\(context.formatName) has no index here: frames are found by seeking")
         }
 
@@ -277,7 +172,7 @@ public struct Thumbnailer: Sendable {
                     needed.insert(e.byteRange)
                 }
                 // In a fragment no index lists: the frames up to the next key frame, its whole run.
-                if let end = inFragments?.lazy.compactMap({ $0 }).first(where: { $0.entry == key })?.fragmentEnd {
+                if let end = keys.fragmentEnd(of: key) {
                     needed.insert(key.position..<end)
                 }
             }
@@ -301,7 +196,7 @@ public struct Thumbnailer: Sendable {
         }
         // A stream's segment starts with a key frame: from its start is where its times come from.
         func startsTheFile(_ key: IndexEntry?, time: Double) -> Bool {
-            given != nil || (key.map { $0 == keyframes.first } ?? (time < 1))
+            given != nil || (key.map { $0 == keys.listed.first } ?? (time < 1))
         }
         var made: [Thumbnail] = []
         var done: [Int64: Thumbnail] = [:]  // by key frame position: one decode per key frame
@@ -331,7 +226,7 @@ public struct Thumbnailer: Sendable {
             let decoded: (Frame, Double)?
             do {
                 decoded =
-                    try fromBytes
+                    try keys.fromBytes
                     ? target.keyframe.flatMap {
                         try decodeBytes(of: $0, source: source, decoder: decoder, stream: video)
                     }
@@ -348,7 +243,7 @@ public struct Thumbnailer: Sendable {
             } catch {
                 throw opened.explain(error, track: video, seconds: target.time)
             }
-            if fromBytes, decoded == nil { return .unplaced }
+            if keys.fromBytes, decoded == nil { return .unplaced }
             guard let (frame, pts) = decoded else {
                 // (From the start only for the first key frame, whose picture an edit list may
                 // discard, or a segment: elsewhere that gave the first frame for a later time.)
@@ -359,7 +254,7 @@ public struct Thumbnailer: Sendable {
             var skipped: Double?
             if options.skipBlack, BlankFrames.isBlank(image) {
                 // The next key frames the index lists, a few and not far: the first that shows something.
-                let after = (nextKeyFrames ?? keyframes).filter {
+                let after = keys.candidates.filter {
                     $0.time > (target.keyframe?.time ?? pts) + 1e-6 && $0.time <= pts + BlankFrames.reach
                 }
                 for candidate in after.prefix(BlankFrames.candidates) {
