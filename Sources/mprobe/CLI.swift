@@ -9,7 +9,9 @@ enum CLI {
     ]
 
     static func mainHelp() -> String {
-        let list = commands.map { "  \($0.name.padding(toLength: 10, withPad: " ", startingAt: 0))\($0.summary)" }
+        // A column as wide as the longest name and two spaces.
+        let width = (commands.map { $0.name.count }.max() ?? 0) + 2
+        let list = commands.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))\($0.summary)" }
             .joined(separator: "\n")
         let codes = ExitCode.allCases.map {
             "  \(String($0.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0))\($0.meaning)"

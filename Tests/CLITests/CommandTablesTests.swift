@@ -47,6 +47,18 @@ final class CommandTablesTests: CLITestCase {
         }
     }
 
+    func testTheMainHelpListsEveryCommandApartFromItsSummary() throws {
+        let help = try mprobe(["--help"]).stdoutString
+        let lines = help.split(separator: "\n").drop { !$0.hasPrefix("Commands:") }.dropFirst()
+            .prefix { $0.hasPrefix("  ") }
+        // Each line is the name, at least two spaces, the summary: a long name ran into its summary.
+        let names = lines.compactMap { line in
+            line.dropFirst(2).range(of: "  ").map { String(line.dropFirst(2)[..<$0.lowerBound]) }
+        }
+        XCTAssertEqual(names.count, lines.count, help)
+        XCTAssertEqual(Set(names), Set(commands + ["ffprobe"]), help)
+    }
+
     func testAnAliasBelongsToTheCommandsThatHaveIt() throws {
         try mprobe(["probe", "-j", "2", "--help"])
         try mprobe(["thumbs", "-j", "2", "--help"])
