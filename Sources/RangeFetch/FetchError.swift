@@ -34,6 +34,17 @@ public enum FetchError: Error, CustomStringConvertible, Equatable {
         }
     }
 
+    /// The origin cannot be reached or cannot serve now (a 5xx, its own or a gateway's): what a
+    /// cache may answer from the bytes it holds, where any other failure (a 404, a refused
+    /// address) is the answer to pass on.
+    public var isOriginUnavailable: Bool {
+        switch self {
+        case .hostNotFound, .connectionRefused, .timeout, .connectionLost: return true
+        case .http(let status, _, _): return status >= 500
+        default: return false
+        }
+    }
+
     public var url: String {
         switch self {
         case .http(_, let u, _), .hostNotFound(let u), .connectionRefused(let u), .tls(let u, _), .timeout(let u),

@@ -196,10 +196,15 @@ final class RangeProxyTests: XCTestCase {
     func testAnOriginThatFailsOrChangesMidStreamEndsTheResponseShort() throws {
         let v1 = randomBytes(3_000_000, seed: 64), v2 = randomBytes(3_000_000, seed: 65)
         let origin = try FaultServer()
-        // The first window comes, then the origin fails for good: the response cannot be completed.
-        origin.route("/cut.mp4", .sequence([.serve(body: v1), .status(500)]))
-        // The first window is v1, every later request v2: a reader of v1 must not get v2's bytes.
-        origin.route("/swap.mp4", .sequence([.serve(body: v1, etag: "\"a\""), .serve(body: v2, etag: "\"b\"")]))
+        // Two windows come (the first byte, and the one past it the headers wait for), then the
+        // origin fails for good: the response cannot be completed.
+        origin.route("/cut.mp4", .sequence([.serve(body: v1), .serve(body: v1), .status(500)]))
+        // The first two windows are v1, every later request v2: a reader of v1 must not get v2's bytes.
+        origin.route(
+            "/swap.mp4",
+            .sequence([
+                .serve(body: v1, etag: "\"a\""), .serve(body: v1, etag: "\"a\""), .serve(body: v2, etag: "\"b\""),
+            ]))
         let service = try ServiceHarness()
         defer { service.stop() }
         for path in ["/cut.mp4", "/swap.mp4"] {
@@ -208,6 +213,61 @@ final class RangeProxyTests: XCTestCase {
             XCTAssertLessThan(reply.body.count, 3_000_000, "\(path): the response ends short")
             XCTAssertTrue(
                 reply.body == Array(v1[0..<reply.body.count]), "\(path): what was sent is v1's bytes, nothing else")
+        }
+    }
+
+    /// With the origin gone, a response promises only what is cached: from a cached byte, a 206 to
+    /// the end of its cached run, whose Content-Length the body fills (players ask again for the
+    /// rest); from a byte that is not cached, the JSON error at once; a GET without Range, the
+    /// cached run from byte 0. A range wholly cached is answered as before.
+    func testWithTheOriginDownOnlyWhatIsCachedIsPromised() throws {
+        let dir = try TempDirectory()
+        let data = randomBytes(3_000_000, seed: 66)
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
+        let nginx = try NginxServer(root: dir.file("www"))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        for range in ["bytes=0-999", "bytes=1000000-1099999"] {
+            XCTAssertEqual(try HTTPClient.request("GET", url, headers: ["Range": range]).status, 206, range)
+        }
+        // The cached runs, as the cache reports them (a fetch may take more than was asked).
+        let listed =
+            try HTTPClient.request("GET", service.url("/v1/cache/ranges", origin: nginx.url("/f.mp4")))
+            .json()["ranges"] as? [[String: Any]] ?? []
+        let runs = listed.compactMap { r -> Range<Int>? in
+            guard let start = r["start"] as? Int, let end = r["end"] as? Int else { return nil }
+            return start..<end
+        }
+        XCTAssertEqual(runs.count, 2, "\(listed)")
+        guard runs.count == 2, runs[0].lowerBound == 0, runs[0].upperBound < 500_000, runs[1].contains(1_050_000),
+            runs[1].upperBound < 2_999_000
+        else { return XCTFail("cached runs \(runs)") }
+        nginx.stop()
+
+        let cases: [(range: String?, status: Int, body: Range<Int>)] = [
+            ("bytes=1000000-2999999", 206, 1_000_000..<runs[1].upperBound),
+            ("bytes=1050000-", 206, 1_050_000..<runs[1].upperBound),
+            ("bytes=1050000-1050099", 206, 1_050_000..<1_050_100),  // wholly cached: as before
+            (nil, 206, 0..<runs[0].upperBound),
+        ]
+        for (range, status, expected) in cases {
+            let name = range ?? "no Range"
+            let reply = try HTTPClient.request("GET", url, headers: range.map { ["Range": $0] } ?? [:])
+            XCTAssertEqual(reply.status, status, name)
+            XCTAssertEqual(
+                reply.headers["content-range"], "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/3000000", name)
+            XCTAssertEqual(reply.headers["content-length"], "\(expected.count)", name)
+            XCTAssertTrue(reply.body == Array(data[expected]), "\(name): \(reply.body.count) bytes, each the origin's")
+            let head = try HTTPClient.request("HEAD", url, headers: range.map { ["Range": $0] } ?? [:])
+            XCTAssertEqual(head.headers["content-range"], reply.headers["content-range"], "HEAD \(name)")
+        }
+        for range in ["bytes=500000-500099", "bytes=2999000-", "bytes=-100"] {
+            let reply = try HTTPClient.request("GET", url, headers: ["Range": range])
+            XCTAssertEqual(reply.status, 502, range)
+            XCTAssertEqual((try reply.json()["error"] as? [String: Any])?["code"] as? String, "origin_error", range)
+            XCTAssertNil(reply.headers["content-range"], range)
         }
     }
 }

@@ -8,7 +8,9 @@ import Synchronization
 /// server. Cached bytes come from disk; gaps are fetched (shared with every other reader of the
 /// URL) and streamed to the player as they arrive. One response reads one version: if the
 /// origin changes or fails after bytes were sent, the response ends short — the player sees a
-/// short read and asks again — never with wrong bytes.
+/// short read and asks again — never with wrong bytes. An origin that cannot be reached gets the
+/// player what is cached and no promise more (`promisable`): a range from a cached byte is
+/// answered to the end of its cached run, one from a byte not cached with a 502 or 504.
 extension Service {
     func stream(_ request: HTTPRequest) throws -> HTTPResponse {
         let url = try originURL(request)
@@ -52,19 +54,21 @@ extension Service {
         if let ifRange = request.headers["if-range"], ifRange != validators.etag, ifRange != validators.lastModified {
             wanted = .whole
         }
-        let status: Int, part: Range<Int64>
+        var part: Range<Int64>
         switch wanted {
         case .unsatisfiable:
             headers.append(("Content-Range", "bytes */\(size)"))
             return HTTPResponse(status: 416, headers: headers, body: .bytes([]))
-        case .whole:
-            (status, part) = (200, 0..<size)
-        case .part(let range):
-            (status, part) = (206, range)
-            headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"))
+        case .whole: part = 0..<size
+        case .part(let range): part = range
         }
         // The player said where it stops: readahead goes no further.
         source.limitReadahead(to: part.upperBound)
+        part = try promisable(part, of: source)
+        let status = wanted == .whole && part.count == size ? 200 : 206
+        if status == 206 {
+            headers.append(("Content-Range", "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(size)"))
+        }
         // For HEAD libmicrohttpd sends the length of a body it does not read.
         let body = ProxyStream(
             source: request.method == "HEAD" ? nil : source, range: part, token: token,
@@ -107,6 +111,22 @@ extension Service {
         try readByte(at: first, of: source)
         if let size = try source.size() { return size }
         throw APIError(status: 502, code: "origin_error", message: "\(source.input) did not say how long it is")
+    }
+
+    /// What of `part` (whose first byte is here) the response can promise: all of it while the
+    /// origin answers, else the cached run it starts with — a `206` whose `Content-Range` ends
+    /// where the cached bytes end, which players follow with a new request, never a length the
+    /// body cannot fill. The first byte past the cached run is read before the headers go out
+    /// (the body would fetch it next anyway): one origin round trip later headers for a range
+    /// that is partly cached, the price of knowing.
+    private func promisable(_ part: Range<Int64>, of source: RemoteSource) throws -> Range<Int64> {
+        guard let gap = source.missingRanges(in: part).first?.lowerBound, gap > part.lowerBound else { return part }
+        do {
+            try readByte(at: gap, of: source)
+            return part
+        } catch let error as FetchError where error.isOriginUnavailable {
+            return part.lowerBound..<gap
+        }
     }
 
     private func readByte(at offset: Int64, of source: RemoteSource) throws {
