@@ -211,4 +211,36 @@ final class TransportStreamTests: CLITestCase {
         XCTAssertLessThan(
             try nginx.accessLog().reduce(0) { $0 + $1.bodyBytesSent }, size, "windows, not the file three times")
     }
+
+    /// Without an index a thumbnail's frame is found by seeking, and a seek to the last second(s)
+    /// lands past the last key frame (its timestamps, not key frames, place it): a time there, or
+    /// past the end, still gets the last key frame, as `--at` says. (It was exit 5, "no picture".)
+    func testATimePastTheLastKeyFrameGetsTheLastKeyFrame() throws {
+        let www = dir.file("www")
+        try encodeRecording(www + "/rec.ts", muxing: ["-g", "60", "-f", "mpegts"])  // a key frame every 2 s
+        let keys = try runProcess(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v", "-skip_frame", "nokey", "-show_entries", "frame=pts_time",
+                "-of", "csv=p=0", www + "/rec.ts",
+            ])
+        let start = try XCTUnwrap(
+            Double(
+                try runProcess(
+                    "ffprobe",
+                    [
+                        "-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0",
+                        www + "/rec.ts",
+                    ]
+                ).stdoutString.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let last = try XCTUnwrap(keys.stdoutString.split(separator: "\n").compactMap { Double($0) }.last) - start
+        let nginx = try NginxServer(root: www)
+        let r = try mprobe([
+            "thumbs", nginx.url("/rec.ts"), "--at", "39.9,100", "--json", "--out", dir.file("t"), "--cache-dir",
+            dir.file("cache"),
+        ])
+        let thumbs = try XCTUnwrap(json(r)["thumbnails"] as? [[String: Any]])
+        XCTAssertEqual(thumbs.count, 2)
+        for thumb in thumbs { XCTAssertEqual(thumb["pts"] as? Double ?? -1, last, accuracy: 0.01, "\(thumb)") }
+    }
 }

@@ -218,7 +218,8 @@ public struct Thumbnailer: Sendable {
                     continue
                 }
             }
-            let seekTime = target.keyframe.map { $0.time } ?? offset + max(0, target.time)
+            // Found by seeking, a time past the end is the end: the seek lands on the last key frame.
+            let seekTime = target.keyframe.map { $0.time } ?? offset + min(max(0, target.time), duration ?? .infinity)
             let exact = target.keyframe?.timestamp
             // Alone, a key frame whose bytes are known needs nothing after them: no readahead past.
             source.limitReadahead(to: options.accurate ? nil : target.keyframe?.byteRange.upperBound)
@@ -240,6 +241,10 @@ public struct Thumbnailer: Sendable {
                             ? decodeFrame(
                                 context: context, decoder: decoder, stream: video, seekTo: offset,
                                 until: nil, alone: false) : nil)
+                        ?? (target.keyframe == nil
+                            ? try lastPicture(
+                                before: seekTime, from: offset, context: context, decoder: decoder, stream: video)
+                            : nil)
             } catch {
                 throw opened.explain(error, track: video, seconds: target.time)
             }
@@ -291,6 +296,23 @@ public struct Thumbnailer: Sendable {
             progress(i + 1)
         }
         return .made(Pass(made: made, notes: notes, floor: floor.byteCount, duration: duration))
+    }
+
+    /// A time found by seeking can land past the last key frame (an MPEG-TS seek is placed by
+    /// timestamps, not key frames: 1.4 s before the end gave no picture): the picture of a seek
+    /// 2, 4, 8 then 16 s earlier, the first that gives one — the last key frame, as `--at` promises
+    /// for a time past the end. Nil when none does.
+    private func lastPicture(
+        before time: Double, from start: Double, context: FormatContext, decoder: FrameDecoder, stream: Int
+    ) throws -> (Frame, Double)? {
+        for back in [2.0, 4, 8, 16] where time - back >= start {
+            if let found = try decodeFrame(
+                context: context, decoder: decoder, stream: stream, seekTo: time - back, until: nil, alone: false)
+            {
+                return found
+            }
+        }
+        return nil
     }
 
     /// What a job says of a file that ends inside the key frame at `time`.
