@@ -10,7 +10,7 @@
 #   Matroska without Cues          written to a pipe, as a browser's MediaRecorder writes WebM
 #   MP3 VBR                        libmp3lame -q:a 4 (Xing header), of the tone and of pink noise
 #   MPEG-TS                        -f mpegts
-# Usage: bench/layouts.sh [JOBS="probe prefetch thumbs"]
+# Usage: bench/layouts.sh [JOBS="probe prefetch thumbs"]   (JOBS=none: only make the layouts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
