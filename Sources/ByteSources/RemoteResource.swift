@@ -75,6 +75,11 @@ final class RemoteResource: @unchecked Sendable {
         }
     }
 
+    /// Whether a fetch running now covers `offset`: its bytes are on their way.
+    func isFetching(_ offset: Int64) -> Bool {
+        condition.withLock { running.contains { $0.range.contains(offset) } }
+    }
+
     /// A fetch covering `offset`: a running one (joined), or a new one for `offset..<end`, trimmed
     /// to stop where another running fetch starts or a stored byte is. Nil when the byte at
     /// `offset` was stored meanwhile (read it). `ifRange` guards a new request with the version its

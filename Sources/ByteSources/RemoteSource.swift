@@ -138,6 +138,9 @@ public final class RemoteSource: MediaSource {
         resource.store.available.gaps(in: range)
     }
 
+    /// Whether the byte at `offset`, not stored yet, is being fetched now (for any reader).
+    public func isFetching(_ offset: Int64) -> Bool { resource.isFetching(offset) }
+
     public func prefetch(_ range: Range<Int64>) throws {
         try ensureOneVersion()
         var wanted = range.clamped(to: 0..<(resource.size ?? Int64.max))

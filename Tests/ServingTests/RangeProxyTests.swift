@@ -48,11 +48,17 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertTrue(head.body.isEmpty)
         let stale = try HTTPClient.request("GET", url, headers: ["Range": "bytes=10-19", "If-Range": "\"other\""])
         XCTAssertEqual(stale.status, 200, "an If-Range that does not match gets the whole resource")
-        // Everything above was fetched once: the origin sent each byte at most once.
+        // Everything above was fetched once: the origin sent each byte at most once, but for the
+        // one-byte asks before the headers of a range partly cached (is the origin there?).
         let log = try nginx.accessLog()
+        let probes = log.filter { entry in
+            guard let range = entry.range?.dropFirst("bytes=".count) else { return false }
+            let ends = range.split(separator: "-")
+            return ends.count == 2 && ends[0] == ends[1]
+        }
         let sent = log.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
         XCTAssertLessThanOrEqual(
-            sent, Int64(data.count),
+            sent, Int64(data.count + probes.count),
             "cached bytes are served from disk: \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
     }
 

@@ -64,7 +64,7 @@ extension Service {
         }
         // The player said where it stops: readahead goes no further.
         source.limitReadahead(to: part.upperBound)
-        part = try promisable(part, of: source)
+        part = promisable(part, of: source, url: url, token: token)
         let status = wanted == .whole && part.count == size ? 200 : 206
         if status == 206 {
             headers.append(("Content-Range", "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(size)"))
@@ -116,16 +116,36 @@ extension Service {
     /// What of `part` (whose first byte is here) the response can promise: all of it while the
     /// origin answers, else the cached run it starts with — a `206` whose `Content-Range` ends
     /// where the cached bytes end, which players follow with a new request, never a length the
-    /// body cannot fill. The first byte past the cached run is read before the headers go out
-    /// (the body would fetch it next anyway): one origin round trip later headers for a range
-    /// that is partly cached, the price of knowing.
-    private func promisable(_ part: Range<Int64>, of source: RemoteSource) throws -> Range<Int64> {
-        guard let gap = source.missingRanges(in: part).first?.lowerBound, gap > part.lowerBound else { return part }
+    /// body cannot fill. Unless a running fetch covers it (the origin is answering), the origin
+    /// is asked for the first byte past the cached run before the headers go out: one small
+    /// request and one round trip more for a range that is partly cached, the price of knowing.
+    private func promisable(
+        _ part: Range<Int64>, of source: RemoteSource, url: String, token: Cancellation
+    ) -> Range<Int64> {
+        guard let gap = source.missingRanges(in: part).first?.lowerBound, gap > part.lowerBound,
+            !source.isFetching(gap), originUnavailable(url, at: gap, token: token)
+        else { return part }
+        return part.lowerBound..<gap
+    }
+
+    /// Whether the origin cannot serve the byte at `offset` now (unreachable, or a 5xx). The
+    /// byte is asked for alone and not kept: the body fetches it through the source, which
+    /// compares versions as it always does (a changed origin still ends a response short after
+    /// the cached bytes, never mixes them).
+    private func originUnavailable(_ url: String, at offset: Int64, token: Cancellation) -> Bool {
+        struct Answered: Error {}
+        var tally = FetchCounters()
         do {
-            try readByte(at: gap, of: source)
-            return part
-        } catch let error as FetchError where error.isOriginUnavailable {
-            return part.lowerBound..<gap
+            // Its response is the answer: the transfer stops there (an origin that ignores
+            // ranges would send the whole body).
+            _ = try session.fetcher.fetch(
+                url: url, range: offset..<offset + 1, cancellation: token, tally: &tally,
+                onResponse: { _ in throw Answered() }, onData: { _, _ in })
+            return false
+        } catch let error as FetchError {
+            return error.isOriginUnavailable
+        } catch {
+            return false
         }
     }
 
