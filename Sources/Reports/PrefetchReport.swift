@@ -21,6 +21,16 @@ public enum PrefetchReport {
             ("floor_bytes", .int(p.floorBytes)),
             ("header_ranges", rangesJSON(p.headerRanges)),
             ("sample_ranges", rangesJSON(p.sampleRanges)),
+            (
+                "player_ranges",
+                .array(
+                    p.playerRanges.map {
+                        .object([
+                            ("start", .int($0.range.lowerBound)), ("end", .int($0.range.upperBound)),
+                            ("players", .array($0.players.map { .string($0) })), ("why", .string($0.why)),
+                        ])
+                    })
+            ),
             ("missing", rangesJSON(p.missing)), ("missing_bytes", .int(p.missingBytes)),
             ("fetched", .bool(!planOnly)),
             (

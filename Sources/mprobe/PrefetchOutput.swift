@@ -33,6 +33,11 @@ enum PrefetchOutput {
             }
             lines.append(line)
         }
+        for part in p.playerRanges {
+            lines.append(
+                "  for \(part.players.joined(separator: ", ")): \(part.range.lowerBound)-\(part.range.upperBound - 1)"
+                    + "  (\(Console.humanBytes(Int64(part.range.count))), \(part.why))")
+        }
         if planOnly {
             for r in p.missing {
                 lines.append("  fetch \(r.lowerBound)-\(r.upperBound - 1)  (\(Console.humanBytes(Int64(r.count))))")

@@ -8,6 +8,14 @@ import XCTest
 
 /// Prefetch plans from the index, fetched over nginx, then played back offline from the cache.
 final class PrefetchTests: XCTestCase {
+    /// The plan libavformat's reading gives, without what other players read besides (their
+    /// profiles are tested in PlayerProfileTests): the floors below are its.
+    private var libavformat: PrefetchPlanner {
+        var planner = PrefetchPlanner()
+        planner.players = [.ffmpeg]
+        return planner
+    }
+
     static var media: TempDirectory? { LongMedia.directory }
 
     var cache: TempDirectory!
@@ -33,7 +41,7 @@ final class PrefetchTests: XCTestCase {
         _ name: String, start: Double, seconds: Double, tracks: TrackSelection = .defaults
     ) throws -> PrefetchPlan {
         let session = try online()
-        let (plan, _, source) = try PrefetchPlanner().plan(
+        let (plan, _, source) = try libavformat.plan(
             nginx.url("/" + name), session: session, start: start,
             seconds: seconds, tracks: tracks)
         try Prefetcher().fetch(plan, source: source, cancellation: session.cancellation)
@@ -117,18 +125,18 @@ final class PrefetchTests: XCTestCase {
             for t in checked.tracks { XCTAssertGreaterThan(t.frames, 0, "\(name) #\(t.index)") }
         }
         let session = try online()
-        let (defaults, _, _) = try PrefetchPlanner().plan(
+        let (defaults, _, _) = try libavformat.plan(
             nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1)
         XCTAssertEqual(defaults.tracks.map(\.index), [0, 1], "the default video and the default (English) audio")
-        let (audio, _, _) = try PrefetchPlanner().plan(
+        let (audio, _, _) = try libavformat.plan(
             nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
             tracks: .some(indices: [], kinds: [.audio]))
         XCTAssertEqual(audio.tracks.map(\.index), [1, 2])
-        let (onlyAudio, _, _) = try PrefetchPlanner().plan(
+        let (onlyAudio, _, _) = try libavformat.plan(
             nginx.url("/audio-only.m4a"), session: session, start: 0, seconds: 1)
         XCTAssertEqual(onlyAudio.tracks.map(\.kind), [.audio])
         XCTAssertThrowsError(
-            try PrefetchPlanner().plan(
+            try libavformat.plan(
                 nginx.url("/two-audio.mp4"), session: session, start: 0, seconds: 1,
                 tracks: .some(indices: [7], kinds: [])))
     }
@@ -142,7 +150,7 @@ final class PrefetchTests: XCTestCase {
             ["-v", "error", "-i", media.file("long.mp4"), "-c", "copy", "-f", "mpegts", dir.file("long.ts")])
         XCTAssertEqual(ts.status, 0, ts.stderr)
         let server = try NginxServer(root: dir.path)
-        let (plan, _, _) = try PrefetchPlanner().plan(
+        let (plan, _, _) = try libavformat.plan(
             server.url("/long.ts"), session: try online(), start: 10, seconds: 2)
         XCTAssertTrue(plan.estimated)
         XCTAssertTrue(
@@ -154,7 +162,7 @@ final class PrefetchTests: XCTestCase {
     /// A WebM whose last Cue point comes before the window: the Cues place it from there to the
     /// end of the file (before: estimated from the bit rate, as if it had no index).
     func testCuesPlaceAWindowPastTheirLastPoint() throws {
-        let (plan, _, _) = try PrefetchPlanner().plan(
+        let (plan, _, _) = try libavformat.plan(
             nginx.url("/sample.webm"), session: try online(), start: 1, seconds: 1)
         XCTAssertFalse(plan.estimated)
         XCTAssertTrue(plan.note?.contains("the clusters its Cues place") == true, plan.note ?? "")

@@ -87,7 +87,7 @@ public struct PrefetchJob: Sendable {
                 context: Checker.open(source, session: session).media().context,
                 streams: plan.tracks.map(\.index), start: start, seconds: seconds,
                 cancellation: session.cancellation)
-            let all = plan.headerRanges + plan.sampleRanges
+            let all = plan.allRanges
             if let gap = all.lazy.flatMap({ source.missingRanges(in: $0) }).first {
                 throw SourceError.notKept(
                     input: source.input,

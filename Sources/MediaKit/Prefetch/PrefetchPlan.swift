@@ -26,6 +26,9 @@ public struct PrefetchPlan: Sendable {
     public let headerRanges: [Range<Int64>]
     /// The window's samples, merged where the gap between them is at most `PrefetchPlanner.mergeGap`.
     public let sampleRanges: [Range<Int64>]
+    /// What players of `PrefetchPlanner.players` read besides (`PlayerProfile`), each with who
+    /// reads it and why.
+    public var playerRanges: [PlayerRange] = []
     /// The parts of all the above that are not cached yet: what the prefetch requests.
     public let missing: [Range<Int64>]
     /// The container has no usable index: `sampleRanges` is a byte window estimated from the bit rate.
@@ -39,6 +42,17 @@ public struct PrefetchPlan: Sendable {
     var walksAudioFrames = false
 
     public var missingBytes: Int64 { missing.reduce(0) { $0 + Int64($1.count) } }
+
+    /// Bytes some players read that libavformat does not.
+    public struct PlayerRange: Sendable {
+        public let range: Range<Int64>
+        /// The profiles' names.
+        public let players: [String]
+        public let why: String
+    }
+
+    /// Every range the prefetch keeps: the header, the samples and the players' ranges.
+    public var allRanges: [Range<Int64>] { headerRanges + sampleRanges + playerRanges.map(\.range) }
 }
 
 /// What a prefetch did: its plan, what fetching cost, and the time ranges now cached per track.

@@ -18,6 +18,9 @@ public struct PrefetchPlanner: Sendable {
     /// Sample ranges closer than this are fetched as one range: one request for a few
     /// kilobytes of another track's interleaved samples is cheaper than a round trip.
     public static let mergeGap: Int64 = 64 << 10
+    /// The players the plan is for: what each reads besides libavformat's reading is added
+    /// (`PlayerProfile`). Every known player unless told otherwise.
+    public var players = PlayerProfile.known
 
     public init() {}
 
@@ -93,14 +96,54 @@ public struct PrefetchPlanner: Sendable {
         floor.formUnion(header)  // the first request already holds the first samples: count them once
         var all = ByteRangeSet(sampleRanges)
         all.formUnion(header)
+        let extra = try playerRanges(opened, reads: all)
+        for part in extra {
+            all.insert(part.range)
+            floor.insert(part.range)
+        }
         let missing = all.ranges.flatMap { source.missingRanges(in: $0) }
         var plan = PrefetchPlan(
             input: source.input, start: start, seconds: seconds, tracks: planned,
             headerRanges: header.ranges, sampleRanges: sampleRanges, missing: missing,
             estimated: estimated, note: note,
             floorBytes: floor.byteCount)
+        plan.playerRanges = extra
         plan.walksAudioFrames = walksFrames
         return (plan, context, source)
+    }
+
+    /// What the players read that libavformat's plan (`reads`) leaves out: the head of the file,
+    /// for players that read it before they seek, and the bytes back to a block boundary before
+    /// each range, for players that read in blocks.
+    private func playerRanges(
+        _ opened: OpenedInput, reads: ByteRangeSet
+    ) throws -> [PrefetchPlan.PlayerRange] {
+        var parts: [PrefetchPlan.PlayerRange] = []
+        var covered = reads
+        let readers = players.filter { $0.readsFromStart > 0 }
+        if let head = readers.map(\.readsFromStart).max(), let size = try opened.source.size() {
+            let why = "the first \(head >> 20) MiB, which it reads before it seeks"
+            for range in ByteRangeSet([0..<min(size, head)]).subtracting(covered.ranges).ranges {
+                parts.append(PrefetchPlan.PlayerRange(range: range, players: readers.map(\.name), why: why))
+                covered.insert(range)
+            }
+        }
+        let blockers = players.filter { $0.alignment > 1 }
+        if let block = blockers.map(\.alignment).max() {
+            var before = ByteRangeSet()
+            for range in covered.ranges where range.lowerBound % block != 0 {
+                before.insert(range.lowerBound / block * block..<range.lowerBound)
+            }
+            for range in before.subtracting(covered.ranges).ranges {
+                parts.append(
+                    PrefetchPlan.PlayerRange(
+                        range: range, players: blockers.map(\.name),
+                        why:
+                            "the start of the \(block >> 10) KiB block its read of byte \(range.upperBound) begins with"
+                    ))
+            }
+        }
+        return parts.sorted { $0.range.lowerBound < $1.range.lowerBound }
     }
 
     /// A window that starts at or past the end of the file has nothing to prefetch or play: said

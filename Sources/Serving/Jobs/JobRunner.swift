@@ -182,9 +182,10 @@ final class JobRunner: Sendable {
             do {
                 if let refusal = guardian.refusal(for: url) { throw APIError.forbidden(refusal) }
                 switch spec {
-                case .prefetch(_, let window, let stream):
+                case .prefetch(_, let window, let stream, let players):
                     var prefetch = PrefetchJob()
                     prefetch.prefetcher.connections = 4
+                    prefetch.planner.players = players
                     let outcome = try prefetch.run(
                         url, session: jobSession, start: window.start, seconds: window.seconds,
                         tracks: window.tracks, stream: stream

@@ -5,7 +5,7 @@ import MediaKit
 /// What a job does, parsed and checked from its request body. The stored spec is that body, so a
 /// restarted service parses it again the same way.
 enum JobSpec: Sendable {
-    case prefetch(urls: [String], window: PlaybackWindow, stream: StreamPrefetchJob)
+    case prefetch(urls: [String], window: PlaybackWindow, stream: StreamPrefetchJob, players: [PlayerProfile])
     case thumbnails(urls: [String], options: ThumbnailOptions)
 
     var type: JobType {
@@ -17,12 +17,12 @@ enum JobSpec: Sendable {
 
     var urls: [String] {
         switch self {
-        case .prefetch(let urls, _, _), .thumbnails(let urls, _): return urls
+        case .prefetch(let urls, _, _, _), .thumbnails(let urls, _): return urls
         }
     }
 
     static let prefetchKeys: Set<String> = [
-        "type", "url", "urls", "start", "seconds", "tracks", "variant", "first_segment",
+        "type", "url", "urls", "start", "seconds", "tracks", "variant", "first_segment", "for",
     ]
     static let thumbnailKeys: Set<String> = [
         "type", "url", "urls", "every", "count", "at", "width", "height",
@@ -68,7 +68,8 @@ enum JobSpec: Sendable {
                     urls: urls,
                     window: try PlaybackWindow(
                         start: object.number("start"), seconds: object.number("seconds"),
-                        tracks: object.string("tracks")), stream: stream)
+                        tracks: object.string("tracks")), stream: stream,
+                    players: try object.string("for").map(PlayerProfile.named) ?? PlayerProfile.known)
             case .thumbnails:
                 var request = ThumbnailOptions.Request()
                 request.every = try object.number("every")

@@ -8,7 +8,7 @@ enum PrefetchCommand: OptionCommand {
     static let name = "prefetch"
     static let summary = "cache the bytes a player needs to start at T and play N seconds"
     static let usageText = """
-        Usage: mprobe prefetch URL... [--start T] [--seconds N] [--tracks LIST] [--plan] [--json]
+        Usage: mprobe prefetch URL... [--start T] [--seconds N] [--tracks LIST] [--for PLAYERS] [--plan] [--json]
                                       [--connections C] [-j N] [-i FILE|-] [--quiet]
         """
     static let about = """
@@ -28,6 +28,13 @@ enum PrefetchCommand: OptionCommand {
     static let options: [Option] =
         WindowOptions.options + [
             Option("plan", "print the plan and fetch nothing more (the header is read to make it)"),
+            Option(
+                "for", .value("PLAYERS"),
+                """
+                the players to plan for: all (the default) or a comma list of ffmpeg
+                (and mpv), chromium, avplayer, exoplayer, vlc, gstreamer; each adds what
+                it reads besides libavformat (see --plan)
+                """),
             Option("connections", .value("C"), "parallel requests per input (default 4)"),
             Option(
                 "variant", .value("V"), "HLS: best (highest bandwidth, the default), worst, or a BANDWIDTH as listed"),
@@ -56,6 +63,11 @@ enum PrefetchCommand: OptionCommand {
             job.prefetcher.connections = c
         }
         job.planOnly = args.flag("plan")
+        if let text = args.value("for") {
+            do { job.planner.players = try PlayerProfile.named(text) } catch let e as InvalidOption {
+                throw UsageError(e.shown { "--\($0)" })
+            }
+        }
         if options.noCache && !job.planOnly {
             throw UsageError(
                 "prefetch keeps bytes in the cache for later; it cannot run with --no-cache (use --plan to see the plan)"
