@@ -11,13 +11,14 @@ final class ServiceHarness: Sendable {
 
     init(
         token: String? = nil, allowHosts: [String] = ["127.0.0.1"], limits: ServiceLimits = ServiceLimits(),
-        workers: Int = 2, cacheDirectory: String? = nil
+        workers: Int = 2, cacheDirectory: String? = nil, allowOrigins: [String] = []
     ) throws {
         dir = try TempDirectory(prefix: "mprobe-service")
         var config = ServiceConfig(cacheDirectory: cacheDirectory ?? dir.file("cache"))
         config.port = 0
         config.token = token
         config.allowHosts = allowHosts
+        config.allowOrigins = allowOrigins
         config.limits = limits
         config.workers = workers
         config.fetchOptions.timeout = 10
