@@ -111,7 +111,7 @@ for link in $LINKS; do
     fi
     for start in 0 300; do
         [[ " $JOBS " == *" prefetch "* ]] || break
-        IFS='|' read -r m fb b <<< "$(job "\$BIN prefetch '$url' --start $start --seconds 10 --json --quiet --cache-dir '$WORK/cache' > '$WORK/f.json'" "$WORK/f.json" "['floor_bytes']")"
+        IFS='|' read -r m fb b <<< "$(job "\$BIN prefetch '$url' --start $start --seconds 10 --for ffmpeg --json --quiet --cache-dir '$WORK/cache' > '$WORK/f.json'" "$WORK/f.json" "['floor_bytes']")"
         row "prefetch 10 s at $start s, moov at end" "$m" "the floor" "" 3 "$fb" "$b"
     done
     echo

@@ -87,7 +87,7 @@ if [[ " $JOBS " == *" prefetch "* ]]; then
     for f in $FILES; do
         url="http://127.0.0.1:$NGINX_PORT/$f"
         rm -rf "$WORK/cache"; : > "$NGINX_LOG"
-        note=$("$M" prefetch "$url" --start 300 --seconds 10 --cache-dir "$WORK/cache" 2>&1 | grep -E "^mprobe:" | head -1 | tr '|' '/' || true)
+        note=$("$M" prefetch "$url" --start 300 --seconds 10 --for ffmpeg --cache-dir "$WORK/cache" 2>&1 | grep -E "^mprobe:" | head -1 | tr '|' '/' || true)
         read -r r1 b1 < <(cost)
         read -r floor ratio < <(floor_of "$b1" prefetch "$L/$f" 300 10)
         : > "$NGINX_LOG"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prefetch benchmark: `mprobe prefetch --seconds 10` of the 10-minute moov-at-end sample at T=0 and
-# T=300, cold, on loopback nginx and through the latency proxy (60 ms RTT, 50 Mbit/s); requests and
+# Prefetch benchmark: `mprobe prefetch --seconds 10 --for ffmpeg` (the plan for libavformat, which
+# the floor models) of the 10-minute moov-at-end sample at T=0 and T=300, cold, on loopback nginx and through the latency proxy (60 ms RTT, 50 Mbit/s); requests and
 # bytes the server sent against the plan's floor (header libavformat reads + the window's samples)
 # and merged ranges; and `ffmpeg -ss T -t 10 -i URL -f null -` over the same link for comparison.
 # Usage: bench/prefetch.sh
@@ -19,7 +19,7 @@ for start in 0 300; do
         port=$NGINX_PORT; [ "$path" = proxy ] && port=$PROXY_PORT
         url="http://127.0.0.1:$port/long-moov-end.mp4"
         rm -rf "$WORK/cache"; : > "$NGINX_LOG"
-        t=$(bench_time sh -c "$M prefetch '$url' --start $start --seconds 10 --json --quiet --cache-dir '$WORK/cache' > '$WORK/p.json'")
+        t=$(bench_time sh -c "$M prefetch '$url' --start $start --seconds 10 --for ffmpeg --json --quiet --cache-dir '$WORK/cache' > '$WORK/p.json'")
         sleep 0.3
         read -r floor merged < <(python3 -c "import json; p=json.load(open('$WORK/p.json')); print(p['floor_bytes'], len(p['sample_ranges']))")
         sent=$(bench_log_bytes)

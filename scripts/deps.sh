@@ -14,7 +14,6 @@ MPROBE_DEB_PACKAGES=(
     wrk                                        # bench/serve.sh
     chromium                                   # the dashboard's and the player matrix's tests: a real browser, headless
     mpv vlc-bin vlc-plugin-base                # the player matrix: real players play prefetched windows offline
-    gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
     prometheus                                 # promtool checks /metrics
     zsh bash-completion groff-base             # the completions and man page are checked by their shells and groff
 )

@@ -484,7 +484,7 @@ final class FragmentedMP4Tests: CLITestCase {
         nginx.clearLog()
         let plan = try json(
             try mprobe([
-                "prefetch", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--json",
+                "prefetch", nginx.url("/sidx.mp4"), "--start", "20", "--seconds", "5", "--for", "ffmpeg", "--json",
                 "--cache-dir", cacheDir,
             ]))
         XCTAssertTrue((plan["note"] as? String ?? "").contains("fragments"), "\(plan)")

@@ -15,7 +15,8 @@ final class PositionIndexPrefetchTests: CLITestCase {
 
         let plan = try json(
             try mprobe([
-                "prefetch", url, "--start", "20", "--seconds", "5", "--for", "ffmpeg", "--json", "--cache-dir", cacheDir,
+                "prefetch", url, "--start", "20", "--seconds", "5", "--for", "ffmpeg", "--json", "--cache-dir",
+                cacheDir,
             ]))
         XCTAssertEqual(plan["estimated"] as? Bool, false, "\(plan)")
         XCTAssertTrue((plan["note"] as? String ?? "").contains("Cues"), "\(plan)")

@@ -197,7 +197,8 @@ final class TransportStreamTests: CLITestCase {
         for start in ["12", "20", "31"] {
             let cache = dir.file("cache-" + start)
             let r = try mprobe([
-                "prefetch", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--cache-dir", cache,
+                "prefetch", nginx.url("/rec.ts"), "--start", start, "--seconds", "5", "--for", "ffmpeg", "--cache-dir",
+                cache,
             ])
             XCTAssertTrue(r.stderr.contains("estimated from the bit rate"), r.stderr)
             let check = try mprobe(

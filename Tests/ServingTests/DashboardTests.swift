@@ -119,8 +119,9 @@ final class DashboardTests: XCTestCase {
         let cachedRanges = try XCTUnwrap(ranges["ranges"] as? [[String: Int]])
         let size = try XCTUnwrap(ranges["size"] as? Int)
         let cached = cachedRanges.reduce(0) { $0 + $1["end"]! - $1["start"]! }
+        // (The default plan is for VLC too, whose first 4 MiB hold this small file whole.)
         XCTAssertGreaterThan(cached, 0)
-        XCTAssertLessThan(cached, size)
+        XCTAssertLessThanOrEqual(cached, size)
         XCTAssertEqual(
             shown as? String, String(format: "%.1f%%", Double(cached * 1000 / size) / 10), "the share of bytes cached")
         let segments =
