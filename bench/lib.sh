@@ -27,6 +27,25 @@ bench_start_large() {
     bench_start_proxy 60 50
 }
 
+# The 10-minute recording (LARGE) packaged as people serve it, in S=$LARGE/streams: HLS with
+# MPEG-TS segments (ts/master.m3u8), HLS with fMP4 segments (fmp4/master.m3u8), DASH with a
+# SegmentTimeline (dash/manifest.mpd); two video variants each (720p as recorded, a 360p encode)
+# in 4 s segments.
+bench_make_streams() {
+    S="$LARGE/streams"
+    local src="$LARGE/long-faststart.mp4"
+    [ -s "$S/dash/manifest.mpd" ] && return
+    mkdir -p "$S/ts" "$S/fmp4" "$S/dash"
+    [ -s "$S/low.mp4" ] || ffmpeg -hide_banner -loglevel error -y -i "$src" -vf scale=640:360 -c:v libx264 -preset veryfast \
+        -force_key_frames "expr:gte(t,n_forced*2)" -c:a copy "$S/low.mp4"
+    local two=(-i "$src" -i "$S/low.mp4" -map 0:v -map 0:a -map 1:v -map 1:a -c copy)
+    local hls=(-f hls -hls_time 4 -hls_playlist_type vod -master_pl_name master.m3u8 -var_stream_map "v:0,a:0 v:1,a:1")
+    ffmpeg -hide_banner -loglevel error -y "${two[@]}" "${hls[@]}" -hls_segment_filename "$S/ts/v%v_%d.ts" "$S/ts/v%v.m3u8"
+    ffmpeg -hide_banner -loglevel error -y "${two[@]}" "${hls[@]}" -hls_segment_type fmp4 -hls_fmp4_init_filename "init%v.mp4" \
+        -hls_segment_filename "$S/fmp4/v%v_%d.m4s" "$S/fmp4/v%v.m3u8"
+    ffmpeg -hide_banner -loglevel error -y "${two[@]}" -f dash -seg_duration 4 "$S/dash/manifest.mpd"
+}
+
 bench_start_proxy() { # RTT_MS MBIT [PROXY OPTIONS...] -> sets PROXY_PORT, PROXY_PID
     PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" "$@" &

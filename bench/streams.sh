@@ -16,19 +16,7 @@ ROUNDS=${1:-3}
 LINK=${2:-60/50}
 JOBS=${3:-probe prefetch thumbs}
 bench_start_origin
-S="$LARGE/streams"
-SRC="$LARGE/long-faststart.mp4"
-if [ ! -s "$S/dash/manifest.mpd" ]; then
-    mkdir -p "$S/ts" "$S/fmp4" "$S/dash"
-    [ -s "$S/low.mp4" ] || ffmpeg -hide_banner -loglevel error -y -i "$SRC" -vf scale=640:360 -c:v libx264 -preset veryfast \
-        -force_key_frames "expr:gte(t,n_forced*2)" -c:a copy "$S/low.mp4"
-    two=(-i "$SRC" -i "$S/low.mp4" -map 0:v -map 0:a -map 1:v -map 1:a -c copy)
-    hls=(-f hls -hls_time 4 -hls_playlist_type vod -master_pl_name master.m3u8 -var_stream_map "v:0,a:0 v:1,a:1")
-    ffmpeg -hide_banner -loglevel error -y "${two[@]}" "${hls[@]}" -hls_segment_filename "$S/ts/v%v_%d.ts" "$S/ts/v%v.m3u8"
-    ffmpeg -hide_banner -loglevel error -y "${two[@]}" "${hls[@]}" -hls_segment_type fmp4 -hls_fmp4_init_filename "init%v.mp4" \
-        -hls_segment_filename "$S/fmp4/v%v_%d.m4s" "$S/fmp4/v%v.m3u8"
-    ffmpeg -hide_banner -loglevel error -y "${two[@]}" -f dash -seg_duration 4 "$S/dash/manifest.mpd"
-fi
+bench_make_streams
 rtt=${LINK%/*} mbit=${LINK#*/}
 bench_start_proxy "$rtt" "$mbit" --shared --queue $((4 << 20)) --status "$WORK/link-busy"
 SETTLE=$(python3 -c "print(f'{2 * $rtt / 1000 + 0.2:.2f}')")

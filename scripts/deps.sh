@@ -14,6 +14,8 @@ MPROBE_DEB_PACKAGES=(
     wrk                                        # bench/serve.sh
     chromium                                   # the dashboard's and the player matrix's tests: a real browser, headless
     mpv vlc-bin vlc-plugin-base                # the player matrix: real players play prefetched windows offline
+    gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
+    python3-gi gir1.2-gstreamer-1.0            # ... GStreamer's playbin, driven from Debian's python3
     prometheus                                 # promtool checks /metrics
     zsh bash-completion groff-base             # the completions and man page are checked by their shells and groff
 )
@@ -21,6 +23,7 @@ MPROBE_DEB_PACKAGES=(
 # PyPI packages the tests use, as the module they import and what pip installs.
 MPROBE_PIP_PACKAGES=(
     "openapi_spec_validator openapi-spec-validator>=0.7,<1"   # validates docs/openapi.json
+    "websocket websocket-client>=1,<2"                        # bench/players.py drives Chromium over DevTools
 )
 
 mprobe_install_deps() {

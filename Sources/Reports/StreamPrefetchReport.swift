@@ -21,6 +21,7 @@ public enum StreamPrefetchReport {
                     r.windows.map { w in
                         .object([
                             ("role", .string(w.role)), ("uri", .string(w.playlist)),
+                            ("bandwidth", .optional(w.bandwidth.map(Int64.init))),
                             ("first", .double(PrefetchReport.ms(w.first))), ("end", .double(PrefetchReport.ms(w.end))),
                             ("segments", .int(w.segments)),
                             (
@@ -37,6 +38,8 @@ public enum StreamPrefetchReport {
                                                     ])
                                                 } ?? .null
                                             ),
+                                            ("why", .string(part.why)),
+                                            ("for", .array(part.players.map(JSON.string))),
                                         ])
                                     })
                             ),

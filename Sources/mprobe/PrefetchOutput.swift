@@ -68,12 +68,13 @@ enum PrefetchOutput {
             let spans = w.buffered.map { String(format: "%.3f–%.3f s", $0.lowerBound, $0.upperBound) }
             line += spans.isEmpty ? "  nothing cached" : "  cached " + spans.joined(separator: ", ")
             lines.append(line)
-            lines.append("    \(w.playlist)")
+            lines.append("    \(w.playlist)" + (w.bandwidth.map { " (\($0 / 1000) kb/s)" } ?? ""))
         }
         if r.planOnly {
             for part in r.windows.flatMap(\.parts) {
                 lines.append(
-                    "  fetch \(part.uri)" + (part.range.map { " \($0.lowerBound)-\($0.upperBound - 1)" } ?? ""))
+                    "  fetch \(part.uri)" + (part.range.map { " \($0.lowerBound)-\($0.upperBound - 1)" } ?? "")
+                        + "  \(part.why): " + part.players.joined(separator: ", "))
             }
         } else {
             lines.append(

@@ -62,17 +62,12 @@ final class DASHTests: CLITestCase {
     func testEveryKindOfSegmentListingIsProbedPrefetchedAndPlayedOffline() throws {
         let www = try makeManifests()
         let nginx = try NginxServer(root: www)
-        // What prefetch of [5, 9) fetches besides the manifest: the initialization and the 3rd to 5th segments.
-        let expected: [String: [String]] = [
-            "timeline": [
-                "init-stream0.m4s", "chunk-stream0-00003.m4s", "chunk-stream0-00004.m4s", "chunk-stream0-00005.m4s",
-                "init-stream1.m4s", "chunk-stream1-00003.m4s", "chunk-stream1-00004.m4s", "chunk-stream1-00005.m4s",
-            ],
-            "number": [
-                "init-stream0.m4s", "chunk-stream0-00003.m4s", "chunk-stream0-00004.m4s", "chunk-stream0-00005.m4s",
-                "init-stream1.m4s", "chunk-stream1-00003.m4s", "chunk-stream1-00004.m4s", "chunk-stream1-00005.m4s",
-            ],
-        ]
+        // What a prefetch of [5, 9) for ffmpeg fetches besides the manifest, in 2 s segments: the
+        // initialization, the first 5 s (1st to 3rd), the one before the window (2nd) and the window's (3rd to 5th).
+        let chunks = { (stream: Int) in
+            ["init-stream\(stream).m4s"] + (1...5).map { "chunk-stream\(stream)-0000\($0).m4s" }
+        }
+        let expected: [String: [String]] = ["timeline": chunks(0) + chunks(1), "number": chunks(0) + chunks(1)]
         for name in ["timeline", "number", "list", "ondemand"] {
             let url = nginx.url("/\(name)/manifest.mpd")
             nginx.clearLog()
@@ -91,7 +86,9 @@ final class DASHTests: CLITestCase {
             let cache = dir.file("cache-" + name)
             nginx.clearLog()
             let prefetched = try json(
-                try mprobe(["prefetch", url, "--start", "5", "--seconds", "4", "--json", "--cache-dir", cache]))
+                try mprobe([
+                    "prefetch", url, "--start", "5", "--seconds", "4", "--for", "ffmpeg", "--json", "--cache-dir", cache,
+                ]))
             XCTAssertEqual(prefetched["format"] as? String, "dash", name)
             let fetched = try nginx.accessLog()
             if let files = expected[name] {
@@ -100,7 +97,7 @@ final class DASHTests: CLITestCase {
             } else {
                 // Byte ranges of one file per Representation: the segments' own ranges, nothing more.
                 let ranges = fetched.compactMap(\.range).filter { !$0.hasPrefix("bytes=0-") }
-                XCTAssertEqual(ranges.count, name == "list" ? 6 : 3, "\(name): \(fetched.map { $0.range ?? "-" })")
+                XCTAssertEqual(ranges.count, name == "list" ? 10 : 5, "\(name): \(fetched.map { $0.range ?? "-" })")
             }
             nginx.clearLog()
             let check = try mprobe(["check", url, "--start", "5", "--seconds", "4", "--offline", "--cache-dir", cache])

@@ -49,7 +49,7 @@ public struct PrefetchJob: Sendable {
                         opened, session: session, start: start, seconds: seconds, tracks: tracks, progress: progress))
             case .stream:
                 var job = stream
-                (job.planOnly, job.connections) = (planOnly, prefetcher.connections)
+                (job.planOnly, job.connections, job.players) = (planOnly, prefetcher.connections, planner.players)
                 return .stream(
                     try job.run(
                         input, session: session, start: start, seconds: seconds, opened: source, progress: progress))

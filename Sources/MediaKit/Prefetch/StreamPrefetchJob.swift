@@ -9,14 +9,28 @@ public struct StreamPrefetchResult: Sendable {
     public struct Window: Sendable {
         public let role: String
         public let playlist: String
-        /// Where the first planned segment starts and the last ends, in the playlist's time.
+        /// The variant's, for a variant's playlist of a master playlist.
+        public let bandwidth: Int?
+        /// Where the window's first segment starts and its last ends, in the playlist's time.
         public let first: Double
         public let end: Double
+        /// The segments planned: the window's, on the played variant, and what players read besides.
         public let segments: Int
-        /// The initialization sections and segments, each once: URI and byte range (nil: all of it).
-        public let parts: [(uri: String, range: Range<Int64>?)]
+        /// The initialization sections and segments, each once.
+        public let parts: [Part]
         /// The stretches of the playlist whose segments are all cached, after the job.
         public let buffered: [Range<Double>]
+    }
+
+    public struct Part: Sendable {
+        public let uri: String
+        /// Nil: all of it.
+        public let range: Range<Int64>?
+        /// "window", "before the window", "opening", "starting" (of the window, on the variant a
+        /// player starts on), "first segment" or "initialization".
+        public let why: String
+        /// The players (`PlayerProfile.name`) that read it.
+        public let players: [String]
     }
 
     public let input: String
@@ -33,17 +47,18 @@ public struct StreamPrefetchResult: Sendable {
     public let planOnly: Bool
 }
 
-/// `mprobe prefetch` of an HLS stream: the playlists, then the initialization sections and
-/// exactly the segments that cover [start, start + seconds) of the chosen variant and of the
-/// audio rendition it plays with, in parallel, each segment (or byte range) one request.
+/// `mprobe prefetch` of an HLS or DASH stream: the playlists, then the initialization sections
+/// and the segments that cover [start, start + seconds) of the chosen variant and of the audio
+/// rendition it plays with, and those `players` read besides (`StreamPlan`), in parallel, each
+/// segment (or byte range) one request.
 public struct StreamPrefetchJob: Sendable {
     public var pick = VariantPick.best
     public var connections = 4
     public var planOnly = false
-    /// Also each playlist's first segment: ffmpeg's hls demuxer reads it to learn the streams
-    /// before it seeks, so a window later in the stream plays offline in ffmpeg-based players only
-    /// with it (hls.js and the like start at the window's segment).
+    /// Also the first segment of the played variant's playlists, whoever the plan is for.
     public var firstSegment = false
+    /// The players the plan is for (`PlayerProfile.stream`): every known one by default.
+    public var players = PlayerProfile.known
 
     public init() {}
 
@@ -57,30 +72,22 @@ public struct StreamPrefetchJob: Sendable {
         var playlists = StreamPlaylists(session: session, opened: opened)
         let selection = try StreamSelection.select(input, pick: pick, playlists: &playlists)
         try selection.checkWindow(input, start: start)
-        var planned:
-            [(role: String, uri: String, segments: [HLSSegment], parts: [(uri: String, range: Range<Int64>?)])] = []
-        for p in selection.playlists {
-            var segments = Array(p.media.segments(from: start, to: start + seconds))
-            if firstSegment, let first = p.media.segments.first, segments.first?.start != first.start {
-                segments.insert(first, at: 0)
-            }
-            if segments.contains(where: { $0.encrypted }) {
-                throw MediaError.unsupportedStream(
-                    input: input,
-                    detail: "its segments are encrypted (\(p.media.encryption.sorted().joined(separator: ", "))): "
-                        + "mprobe does not fetch keys, so a kept window could not be played")
-            }
-            var parts: [(uri: String, range: Range<Int64>?)] = []
-            for s in segments {
-                if let map = s.initSection, !parts.contains(where: { $0.uri == map.uri && $0.range == map.byteRange }) {
-                    parts.append((map.uri, map.byteRange))
-                }
-                parts.append((s.uri, s.byteRange))
-            }
-            planned.append((p.role, p.uri, segments, parts))
+        let plan = try StreamPlan(
+            selection, players: players, start: start, seconds: seconds, firstSegment: firstSegment,
+            loader: &playlists)
+        for p in plan.playlists where StreamPlan.segments(p).contains(where: { $0.encrypted }) {
+            throw MediaError.unsupportedStream(
+                input: input,
+                detail: "its segments are encrypted (\(p.media.encryption.sorted().joined(separator: ", "))): "
+                    + "mprobe does not fetch keys, so a kept window could not be played")
+        }
+        // A part two playlists share (a DASH initialization section, a rendition's) is fetched once.
+        var seen = Set<String>()
+        let unique = plan.playlists.flatMap(StreamPlan.parts).filter {
+            seen.insert($0.uri + ($0.range.map { "#\($0.lowerBound)-\($0.upperBound)" } ?? "")).inserted
         }
         if !planOnly {
-            let sources = try planned.flatMap(\.parts).map { part in (part, try session.open(part.uri)) }
+            let sources = try unique.map { part in (part, try session.open(part.uri)) }
             for (_, source) in sources where !source.keepsBytes {
                 throw SourceError.notKept(input: source.input, reason: source.whyNotKept)
             }
@@ -106,14 +113,16 @@ public struct StreamPrefetchJob: Sendable {
             }
             playlists.add(sources.map(\.1))
         }
-        let windows = try planned.map { p in
+        let windows = try plan.playlists.map { p in
+            let window = p.media.segments[p.window]
             // URLs as shown: a playlist's segments may carry its signatures.
-            StreamPrefetchResult.Window(
-                role: p.role, playlist: session.shown(p.uri), first: p.segments.last { $0.start <= start }?.start ?? 0,
-                end: p.segments.last.map { $0.start + $0.duration } ?? 0, segments: p.segments.count,
-                parts: p.parts.map { (session.shown($0.uri), $0.range) },
-                buffered: try StreamPrefetchJob.buffered(
-                    selection.playlists.first { $0.uri == p.uri }!.media, session: session))
+            return StreamPrefetchResult.Window(
+                role: p.role, playlist: session.shown(p.uri), bandwidth: p.bandwidth, first: window.first?.start ?? 0,
+                end: window.last.map { $0.start + $0.duration } ?? 0, segments: p.reads.count,
+                parts: StreamPlan.parts(p).map {
+                    .init(uri: session.shown($0.uri), range: $0.range, why: $0.why, players: $0.players)
+                },
+                buffered: try StreamPrefetchJob.buffered(p.media, session: session))
         }
         return StreamPrefetchResult(
             input: session.shown(input), format: playlists.format, start: start, seconds: seconds,

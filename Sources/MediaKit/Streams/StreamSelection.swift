@@ -33,13 +33,16 @@ struct StreamSelection {
 
     let variant: HLSVariant?
     let playlists: [Playlist]
+    /// The master playlist the variant was picked from (nil: the input is a media playlist).
+    let master: HLSMaster?
 
     static func select(
         _ input: String, pick: VariantPick, playlists loader: inout StreamPlaylists
     ) throws -> StreamSelection {
         switch try loader.load(input) {
         case .media(let media):
-            return StreamSelection(variant: nil, playlists: [Playlist(role: "video", uri: input, media: media)])
+            return StreamSelection(
+                variant: nil, playlists: [Playlist(role: "video", uri: input, media: media)], master: nil)
         case .master(let master):
             let ranked = master.variants.filter { !$0.uri.isEmpty }.sorted { $0.bandwidth > $1.bandwidth }
             let chosen: HLSVariant?
@@ -56,14 +59,40 @@ struct StreamSelection {
                         ? "a master playlist without variants"
                         : "no variant has that bandwidth; the variants have \(listed)")
             }
-            var selected = [Playlist(role: "video", uri: variant.uri, media: try loader.loadMedia(variant.uri))]
-            if let group = variant.audio {
-                let members = master.renditions.filter { $0.type == "AUDIO" && $0.groupID == group }
-                if let audio = (members.first { $0.isDefault } ?? members.first), let uri = audio.uri {
-                    selected.append(Playlist(role: "audio", uri: uri, media: try loader.loadMedia(uri)))
-                }
+            return try selection(of: variant, in: master, loader: &loader)
+        }
+    }
+
+    /// `variant`'s playlist and that of the audio rendition it plays with.
+    private static func selection(
+        of variant: HLSVariant, in master: HLSMaster, loader: inout StreamPlaylists
+    ) throws -> StreamSelection {
+        var selected = [Playlist(role: "video", uri: variant.uri, media: try loader.loadMedia(variant.uri))]
+        if let group = variant.audio {
+            let members = master.renditions.filter { $0.type == "AUDIO" && $0.groupID == group }
+            if let audio = (members.first { $0.isDefault } ?? members.first), let uri = audio.uri {
+                selected.append(Playlist(role: "audio", uri: uri, media: try loader.loadMedia(uri)))
             }
-            return StreamSelection(variant: variant, playlists: selected)
+        }
+        return StreamSelection(variant: variant, playlists: selected, master: master)
+    }
+
+    /// The selections of the variants `which` names, this one (the played variant) included when
+    /// it is named; of a media playlist, itself.
+    func variants(
+        _ which: StreamReading.Variants, loader: inout StreamPlaylists
+    ) throws -> [StreamSelection] {
+        guard let master, let variant else { return [self] }
+        let listed = master.variants.filter { !$0.uri.isEmpty }
+        let named: [HLSVariant]
+        switch which {
+        case .played: named = [variant]
+        case .lowest: named = listed.min { $0.bandwidth < $1.bandwidth }.map { [$0] } ?? []
+        case .firstListed: named = listed.prefix(1).map { $0 }
+        case .every: named = listed
+        }
+        return try named.map {
+            $0.uri == variant.uri ? self : try StreamSelection.selection(of: $0, in: master, loader: &loader)
         }
     }
 

@@ -36,7 +36,9 @@ enum PrefetchCommand: OptionCommand {
                 """
                 the players to plan for: all (the default) or a comma list of ffmpeg
                 (and mpv), chromium, avplayer, exoplayer, vlc, gstreamer; each adds what
-                it reads besides libavformat (see --plan)
+                it reads besides the window (see --plan): of a file, the head or block
+                alignment; of HLS/DASH, the first seconds of the variants it opens, the
+                window's start on the variant it starts on, the segment before
                 """),
             Option("connections", .value("C"), "parallel requests per input (default 4)"),
             Option(
@@ -44,9 +46,8 @@ enum PrefetchCommand: OptionCommand {
             Option(
                 "first-segment",
                 """
-                HLS: also each playlist's first segment, which ffmpeg-based players read
-                before they seek (without it the window plays offline in players that
-                start at the window's segment, such as hls.js)
+                HLS/DASH: also the played variant's first segment, whoever the plan is
+                for (the plan for ffmpeg, in the default, has it already)
                 """),
             Option("jobs", short: "j", .value("N"), "inputs at once (default 4)"),
             Option("i", .value("FILE"), "inputs from FILE, one per line ('-' for stdin)"),
