@@ -107,9 +107,10 @@ def chromium(url, start):
                 if m.get("id") == n:
                     return m
 
-        # A page of the video's own origin: the proxy serves its pages to themselves only.
+        # A page of the video's own origin (the proxy serves media to pages of its own origin
+        # only), and a light one: the proxy's `/healthz`, not its dashboard.
         parts = urllib.parse.urlsplit(url)
-        home = "file:///tmp/" if parts.scheme == "file" else "%s://%s/" % (parts.scheme, parts.netloc)
+        home = "file:///tmp/" if parts.scheme == "file" else "%s://%s/healthz" % (parts.scheme, parts.netloc)
         call("Page.enable")
         call("Page.navigate", url=home)
         time.sleep(0.5)

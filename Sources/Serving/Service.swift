@@ -28,6 +28,8 @@ public final class Service: Sendable {
     let runner: JobRunner
     /// Proxied responses streaming now, against `ServiceLimits.maxStreams`.
     let streams = Atomic<Int>(0)
+    /// Origins that answered a probe of the range proxy a moment ago, by URL.
+    let recentAnswers = RecentAnswers()
     /// Probes running now, against `ServiceLimits.maxConcurrentProbes`.
     let probes = Atomic<Int>(0)
     /// Playlists being rewritten now, against `ServiceLimits.maxConcurrentPlaylists`.

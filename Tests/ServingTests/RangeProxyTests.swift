@@ -276,4 +276,35 @@ final class RangeProxyTests: XCTestCase {
             XCTAssertNil(reply.headers["content-range"], range)
         }
     }
+
+    /// Online, the first partly cached range of a URL costs the probe of its first missing byte;
+    /// the next ones soon after do not (`RecentAnswers`): one probe per player start.
+    func testAProbeAnswerServesTheNextPartlyCachedRangesOfTheURL() throws {
+        let dir = try TempDirectory()
+        let data = randomBytes(2_000_000, seed: 67)
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
+        let nginx = try NginxServer(root: dir.file("www"))
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        XCTAssertEqual(try HTTPClient.request("GET", url, headers: ["Range": "bytes=0-99999"]).status, 206)
+        nginx.clearLog()
+        // Each starts in what the one before cached and ends past it (readahead stops at a range's end;
+        // fetches are in 256 KiB pieces, so the first may be wholly cached).
+        for (start, end) in [(0, 149_999), (10_000, 299_999), (20_000, 399_999)] {
+            let reply = try HTTPClient.request("GET", url, headers: ["Range": "bytes=\(start)-\(end)"])
+            XCTAssertEqual(reply.status, 206)
+            XCTAssertEqual(reply.headers["content-range"], "bytes \(start)-\(end)/2000000")
+            XCTAssertTrue(reply.body == Array(data[start...end]), "bytes=\(start)-\(end): each the origin's")
+        }
+        // A probe asks for one byte: `bytes=N-N`.
+        func isProbe(_ range: String?) -> Bool {
+            guard let range, range.hasPrefix("bytes=") else { return false }
+            let ends = range.dropFirst(6).split(separator: "-")
+            return ends.count == 2 && ends[0] == ends[1]
+        }
+        let log = try nginx.accessLog().map(\.range)
+        XCTAssertEqual(log.filter(isProbe).count, 1, "one probe for the partly cached ranges: \(log)")
+    }
 }

@@ -81,6 +81,11 @@ extension PlayerProfile {
     public static let chromium = PlayerProfile(
         name: "chromium", about: "Chromium, Chrome, Edge, Electron: reads in 32 KiB blocks", alignment: 32 << 10,
         stream: StreamReading(opens: 8, on: [.lowest, .played]))
+    /// Firefox's `<video>`: its media cache (`MediaCacheStream`) holds 32 KiB blocks and asks the
+    /// network for whole blocks, from a block boundary (from its source; not run here). It plays
+    /// no HLS or DASH of its own (a page's script does, with Media Source Extensions).
+    public static let firefox = PlayerProfile(
+        name: "firefox", about: "Firefox: reads in 32 KiB blocks (from its source)", alignment: 32 << 10)
     /// VLC: its prefetch reads from byte 0 while the demuxer opens the file, as fast as the
     /// bytes come. Offline it failed with 0.85 MB cached from 0 (its read of byte 846,636 got a
     /// 502 before the seek), in 1 of 3 runs with 1.4 MB, 1 of 8 with 2 MiB, 0 of 6 with 4.4 MB: 4 MiB.
@@ -114,7 +119,7 @@ extension PlayerProfile {
         stream: StreamReading(starts: 1, startsOn: [.every]))
 
     /// Every player a prefetch is made for by default (`--for all`).
-    public static let known: [PlayerProfile] = [ffmpeg, chromium, avplayer, exoplayer, vlc, gstreamer]
+    public static let known: [PlayerProfile] = [ffmpeg, chromium, firefox, avplayer, exoplayer, vlc, gstreamer]
 
     /// The players `text` names: `all`, or names separated by commas.
     public static func named(_ text: String) throws -> [PlayerProfile] {

@@ -116,15 +116,21 @@ extension Service {
     /// What of `part` (whose first byte is here) the response can promise: all of it while the
     /// origin answers, else the cached run it starts with — a `206` whose `Content-Range` ends
     /// where the cached bytes end, which players follow with a new request, never a length the
-    /// body cannot fill. Unless a running fetch covers it (the origin is answering), the origin
-    /// is asked for the first byte past the cached run before the headers go out: one small
-    /// request and one round trip more for a range that is partly cached, the price of knowing.
+    /// body cannot fill. Unless a running fetch covers it or the origin answered a probe of this
+    /// URL a moment ago (`RecentAnswers`), the origin is asked for the first byte past the cached
+    /// run before the headers go out: one small request and one round trip more for a range that
+    /// is partly cached, the price of knowing.
     private func promisable(
         _ part: Range<Int64>, of source: RemoteSource, url: String, token: Cancellation
     ) -> Range<Int64> {
         guard let gap = source.missingRanges(in: part).first?.lowerBound, gap > part.lowerBound,
-            !source.isFetching(gap), originUnavailable(url, at: gap, token: token)
+            !source.isFetching(gap), !recentAnswers.isFresh(url)
         else { return part }
+        guard originUnavailable(url, at: gap, token: token) else {
+            recentAnswers.answered(url)
+            return part
+        }
+        recentAnswers.failed(url)
         return part.lowerBound..<gap
     }
 

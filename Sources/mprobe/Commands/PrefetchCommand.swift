@@ -35,10 +35,11 @@ enum PrefetchCommand: OptionCommand {
                 "for", .value("PLAYERS"),
                 """
                 the players to plan for: all (the default) or a comma list of ffmpeg
-                (and mpv), chromium, avplayer, exoplayer, vlc, gstreamer; each adds what
-                it reads besides the window (see --plan): of a file, the head or block
-                alignment; of HLS/DASH, the first seconds of the variants it opens, the
-                window's start on the variant it starts on, the segment before
+                (and mpv), chromium, firefox, avplayer, exoplayer, vlc, gstreamer; each
+                adds what it reads besides the window (see --plan): of a file, the
+                head or block alignment; of HLS/DASH, the first seconds of the variants
+                it opens, the window's start on the variant it starts on, the segment
+                before
                 """),
             Option("connections", .value("C"), "parallel requests per input (default 4)"),
             Option(
