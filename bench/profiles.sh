@@ -14,13 +14,13 @@ Samples/make-large.sh "$LARGE" >&2
 WORK=$(mktemp -d /tmp/mprobe-profiles.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 floor() { "$M" prefetch "$1" --start 300 --seconds "$2" --for "$3" --plan --json --cache-dir "$WORK/cache" | jq .floor_bytes; }
-echo "| file | window | ffmpeg MB | chromium | vlc | avplayer, exoplayer, gstreamer | all |"
+echo "| file | window | ffmpeg MB | chromium, firefox | vlc | avplayer, exoplayer, gstreamer | all |"
 echo "|---|---|---|---|---|---|---|"
 for f in long-faststart.mp4 long-moov-end.mp4; do
     for s in 10 20; do
         base=$(floor "$LARGE/$f" "$s" ffmpeg)
         row="| $f | 300 s, +$s | $(python3 -c "print(f'{$base / 1e6:.2f}')")"
-        for p in chromium vlc avplayer,exoplayer,gstreamer all; do
+        for p in chromium,firefox vlc avplayer,exoplayer,gstreamer all; do
             b=$(floor "$LARGE/$f" "$s" "$p")
             row="$row | $(python3 -c "print(f'{$b / $base:.3f}×')")"
         done

@@ -246,6 +246,29 @@ final class HLSTests: CLITestCase {
         XCTAssertTrue(check.stdoutString.contains("plays"), check.stdoutString)
     }
 
+    /// A variant that another player would open but whose playlist is gone does not fail the
+    /// prefetch of the one played: it is left out of the plan, as a player leaves it out.
+    func testAVariantWhosePlaylistIsGoneIsLeftOutOfThePlan() throws {
+        let www = try makeStreams()
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=900000,RESOLUTION=320x180
+            v0.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=100000,RESOLUTION=160x90
+            gone.m3u8
+            """
+        try Data(master.utf8).write(to: URL(fileURLWithPath: www + "/ts/gone-variant.m3u8"))
+        let nginx = try NginxServer(root: www)
+        let result = try json(
+            try mprobe([
+                "prefetch", nginx.url("/ts/gone-variant.m3u8"), "--start", "5", "--seconds", "4", "--json",
+                "--cache-dir", dir.file("cache-gone"),
+            ]))
+        let uris = (result["playlists"] as? [[String: Any]] ?? []).compactMap { $0["uri"] as? String }
+        XCTAssertEqual(uris, [nginx.url("/ts/v0.m3u8")], "\(result)")
+        XCTAssertTrue(try nginx.accessLog().contains { $0.path == "/ts/gone.m3u8" && $0.status == 404 })
+    }
+
     func testLiveBrokenAndHostilePlaylistsAreClearErrors() throws {
         let www = try makeStreams()
         let segment = "#EXTINF:2.0,\n../ts/v0_0.ts\n"

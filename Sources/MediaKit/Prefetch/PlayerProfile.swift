@@ -124,7 +124,14 @@ extension PlayerProfile {
     /// The players `text` names: `all`, or names separated by commas.
     public static func named(_ text: String) throws -> [PlayerProfile] {
         if text == "all" { return known }
-        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        var names: [String] = []
+        for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() })
+        where !names.contains(name) {
+            names.append(name)
+        }
+        if names.isEmpty || names.contains("") {
+            throw InvalidOption("for", "takes all or players among " + known.map(\.name).joined(separator: ", "))
+        }
         return try names.map { name in
             guard let found = known.first(where: { $0.name == name }) else {
                 throw InvalidOption(

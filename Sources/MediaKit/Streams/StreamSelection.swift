@@ -78,7 +78,8 @@ struct StreamSelection {
     }
 
     /// The selections of the variants `which` names, this one (the played variant) included when
-    /// it is named; of a media playlist, itself.
+    /// it is named; of a media playlist, itself. Another variant whose playlist cannot be had is
+    /// left out (a player opens the ones it can), unless the job was cancelled.
     func variants(
         _ which: StreamReading.Variants, loader: inout StreamPlaylists
     ) throws -> [StreamSelection] {
@@ -89,11 +90,24 @@ struct StreamSelection {
         case .played: named = [variant]
         case .lowest: named = listed.min { $0.bandwidth < $1.bandwidth }.map { [$0] } ?? []
         case .firstListed: named = listed.prefix(1).map { $0 }
-        case .every: named = listed
+        case .every:
+            named = listed
+            // In parallel: one by one, a ladder's playlists are a round trip each.
+            try? loader.prefetchPlaylists(listed.map(\.uri) + master.renditions.compactMap(\.uri))
         }
-        return try named.map {
-            $0.uri == variant.uri ? self : try StreamSelection.selection(of: $0, in: master, loader: &loader)
+        var selections: [StreamSelection] = []
+        for other in named {
+            if other.uri == variant.uri {
+                selections.append(self)
+                continue
+            }
+            do {
+                selections.append(try StreamSelection.selection(of: other, in: master, loader: &loader))
+            } catch {
+                if loader.session.cancellation.isCancelled { throw error }
+            }
         }
+        return selections
     }
 
     /// Refuses what a window cannot be kept of: a live playlist (its segments slide away) and a
