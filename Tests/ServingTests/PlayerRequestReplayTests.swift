@@ -3,8 +3,9 @@ import TestSupport
 import XCTest
 
 /// AVPlayer and ExoPlayer do not run here: their request sequences for an MP4 with the moov at the
-/// end, replayed with a real HTTP client against the proxy after a prefetch job, with the origin
-/// stopped. Every answer is exact bytes of the file, or an honest end of what is cached.
+/// end and for an HLS ladder, replayed with a real HTTP client against the proxy after a prefetch
+/// job, with the origin stopped. Every answer is exact bytes of the file, or an honest end of what
+/// is cached.
 ///
 /// - AVPlayer (Apple's documented pattern for progressive media): `bytes=0-1` to learn the size
 ///   and range support, an open range from 0 read in part and closed, the moov at the end, then
@@ -12,6 +13,10 @@ import XCTest
 /// - ExoPlayer / Media3 (`DefaultHttpDataSource` sends no `Range` for position 0 of unknown
 ///   length; `Mp4Extractor` seeks to the moov, then to the sync sample its `SeekMap` gives): a
 ///   GET without `Range`, then open ranges from the moov and from the sample.
+/// - HLS: AVPlayer plays the first variant listed first (Apple's authoring guidance lists the start
+///   variant first for that reason) and switches once it has measured the bandwidth; ExoPlayer
+///   starts on the variant its initial bandwidth estimate affords, which may be any. From a cache on
+///   the local network both then measure enough for the best.
 final class PlayerRequestReplayTests: XCTestCase {
     func testAVPlayersAndExoPlayersRequestsAreAnsweredExactlyOffline() throws {
         let dir = try TempDirectory()
@@ -82,6 +87,73 @@ final class PlayerRequestReplayTests: XCTestCase {
 
         // A byte that is not cached, the origin gone: the error at once, no part promised.
         let missing = try HTTPClient.request("GET", url, headers: ["Range": "bytes=\(windowEnd + (1 << 20))-"])
+        XCTAssertEqual(missing.status, 502, missing.text)
+    }
+
+    func testAVPlayersAndExoPlayersHLSRequestsAreAnsweredOffline() throws {
+        let dir = try TempDirectory()
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        // The 180p variant listed first, the 360p one second; key frames and segments every 2 s.
+        let encode = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=440:sample_rate=48000", "-t", "40", "-filter_complex",
+                "[0:v]split=2[a][b];[a]scale=320:180[low]", "-map", "[low]", "-map", "1:a", "-map", "[b]", "-map",
+                "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-sc_threshold", "0", "-b:v:0", "300k",
+                "-b:v:1", "1200k", "-c:a", "aac", "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
+                "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1", "-hls_segment_filename",
+                www + "/v%v_%d.ts", www + "/v%v.m3u8",
+            ])
+        XCTAssertEqual(encode.status, 0, encode.stderr)
+        let nginx = try NginxServer(root: www)
+        let service = try ServiceHarness()
+        defer { service.stop() }
+        let start = 8.0
+        let job = try service.postJob(
+            #"{"type": "prefetch", "url": "\#(nginx.url("/master.m3u8"))", "start": \#(start), "seconds": 4}"#)
+        XCTAssertEqual(
+            try service.waitForJob(try XCTUnwrap(try job.json()["id"] as? String))["state"] as? String, "done")
+        nginx.stop()
+
+        /// The segments of a variant's playlist (on disk) that cover [from, to).
+        func segments(_ playlist: String, from: Double, to: Double) throws -> [String] {
+            var t = 0.0, covering: [String] = [], duration = 0.0
+            for line in try String(contentsOfFile: www + "/" + playlist, encoding: .utf8).split(separator: "\n") {
+                if line.hasPrefix("#EXTINF:") {
+                    duration = Double(line.dropFirst(8).prefix { $0 != "," }) ?? 0
+                } else if !line.hasPrefix("#") {
+                    if t + duration > from && t < to { covering.append(String(line)) }
+                    t += duration
+                }
+            }
+            return covering
+        }
+        func get(_ name: String, _ who: String) throws {
+            let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/" + name)))
+            XCTAssertEqual(reply.status, 200, "\(who): \(name): \(reply.text.prefix(200))")
+            if name.hasSuffix(".ts") {
+                XCTAssertTrue(
+                    reply.body == [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/" + name))), "\(who): \(name)")
+            }
+        }
+        let best = try segments("v1.m3u8", from: start, to: start + 4)
+        // AVPlayer: the master, the first variant listed and its segment at T, then the best.
+        for name in ["master.m3u8", "v0.m3u8"] + (try segments("v0.m3u8", from: start, to: start + 0.1))
+            + ["v1.m3u8"] + best
+        {
+            try get(name, "AVPlayer")
+        }
+        // ExoPlayer: the segment at T of whichever variant it starts on, then the best.
+        for name in ["master.m3u8", "v0.m3u8", "v1.m3u8"] + (try segments("v0.m3u8", from: start, to: start + 0.1))
+            + (try segments("v1.m3u8", from: start, to: start + 0.1)) + best
+        {
+            try get(name, "ExoPlayer")
+        }
+        // Past all any player reads (GStreamer prerolls the first 20 s), the origin gone: the error at once.
+        let last = try XCTUnwrap(try segments("v1.m3u8", from: 38, to: 40).last)
+        let missing = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/" + last)))
         XCTAssertEqual(missing.status, 502, missing.text)
     }
 }

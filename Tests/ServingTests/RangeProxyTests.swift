@@ -7,14 +7,9 @@ import XCTest
 /// they arrive, shares fetches between players, and never sends a byte of the wrong version.
 final class RangeProxyTests: XCTestCase {
     func testRangesAreByteForByteTheOrigin() throws {
-        let dir = try TempDirectory()
-        let data = randomBytes(3_000_000, seed: 61)
-        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
-        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
-        let nginx = try NginxServer(root: dir.file("www"))
-        let service = try ServiceHarness()
-        defer { service.stop() }
-        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        let served = try Served(3_000_000, seed: 61)
+        defer { served.service.stop() }
+        let (data, nginx, url) = (served.data, served.nginx, served.url)
         let direct = try HTTPClient.request("HEAD", nginx.url("/f.mp4"))
         let cases: [(String?, Int, Range<Int>)] = [
             ("bytes=100-199", 206, 100..<200), ("bytes=2999990-", 206, 2_999_990..<3_000_000),
@@ -227,14 +222,9 @@ final class RangeProxyTests: XCTestCase {
     /// rest); from a byte that is not cached, the JSON error at once; a GET without Range, the
     /// cached run from byte 0. A range wholly cached is answered as before.
     func testWithTheOriginDownOnlyWhatIsCachedIsPromised() throws {
-        let dir = try TempDirectory()
-        let data = randomBytes(3_000_000, seed: 66)
-        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
-        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
-        let nginx = try NginxServer(root: dir.file("www"))
-        let service = try ServiceHarness()
-        defer { service.stop() }
-        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        let served = try Served(3_000_000, seed: 66)
+        defer { served.service.stop() }
+        let (data, nginx, service, url) = (served.data, served.nginx, served.service, served.url)
         for range in ["bytes=0-999", "bytes=1000000-1099999"] {
             XCTAssertEqual(try HTTPClient.request("GET", url, headers: ["Range": range]).status, 206, range)
         }
@@ -280,14 +270,9 @@ final class RangeProxyTests: XCTestCase {
     /// Online, the first partly cached range of a URL costs the probe of its first missing byte;
     /// the next ones soon after do not (`RecentAnswers`): one probe per player start.
     func testAProbeAnswerServesTheNextPartlyCachedRangesOfTheURL() throws {
-        let dir = try TempDirectory()
-        let data = randomBytes(2_000_000, seed: 67)
-        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
-        try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
-        let nginx = try NginxServer(root: dir.file("www"))
-        let service = try ServiceHarness()
-        defer { service.stop() }
-        let url = service.url("/v1/stream", origin: nginx.url("/f.mp4"))
+        let served = try Served(2_000_000, seed: 67)
+        defer { served.service.stop() }
+        let (data, nginx, url) = (served.data, served.nginx, served.url)
         XCTAssertEqual(try HTTPClient.request("GET", url, headers: ["Range": "bytes=0-99999"]).status, 206)
         nginx.clearLog()
         // Each starts in what the one before cached and ends past it (readahead stops at a range's end;
@@ -306,5 +291,23 @@ final class RangeProxyTests: XCTestCase {
         }
         let log = try nginx.accessLog().map(\.range)
         XCTAssertEqual(log.filter(isProbe).count, 1, "one probe for the partly cached ranges: \(log)")
+    }
+
+    /// `size` seeded random bytes as /f.mp4 on nginx, a service, and the proxy's URL for them.
+    private struct Served {
+        let dir: TempDirectory
+        let data: [UInt8]
+        let nginx: NginxServer
+        let service: ServiceHarness
+        var url: String { service.url("/v1/stream", origin: nginx.url("/f.mp4")) }
+
+        init(_ size: Int, seed: UInt64) throws {
+            dir = try TempDirectory()
+            data = randomBytes(size, seed: seed)
+            try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+            try Data(data).write(to: URL(fileURLWithPath: dir.file("www/f.mp4")))
+            nginx = try NginxServer(root: dir.file("www"))
+            service = try ServiceHarness()
+        }
     }
 }
