@@ -87,7 +87,8 @@ final class DASHTests: CLITestCase {
             nginx.clearLog()
             let prefetched = try json(
                 try mprobe([
-                    "prefetch", url, "--start", "5", "--seconds", "4", "--for", "ffmpeg", "--json", "--cache-dir", cache,
+                    "prefetch", url, "--start", "5", "--seconds", "4", "--for", "ffmpeg", "--json", "--cache-dir",
+                    cache,
                 ]))
             XCTAssertEqual(prefetched["format"] as? String, "dash", name)
             let fetched = try nginx.accessLog()

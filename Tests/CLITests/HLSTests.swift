@@ -129,7 +129,10 @@ final class HLSTests: CLITestCase {
         let nginx = try NginxServer(root: www)
         let segments = { (prefix: String, last: Int) in (0...last).map { "\(prefix)_\($0).ts" } }
         let cases: [(String, [String], [String])] = [
-            ("/ts/master.m3u8", [], ["/ts/master.m3u8", "/ts/v0.m3u8", "/ts/v1.m3u8"] + segments("/ts/v0", 4) + segments("/ts/v1", 2)),
+            (
+                "/ts/master.m3u8", [],
+                ["/ts/master.m3u8", "/ts/v0.m3u8", "/ts/v1.m3u8"] + segments("/ts/v0", 4) + segments("/ts/v1", 2)
+            ),
             (
                 "/ts/master.m3u8", ["--variant", "worst"],
                 ["/ts/master.m3u8", "/ts/v0.m3u8", "/ts/v1.m3u8"] + segments("/ts/v0", 2) + segments("/ts/v1", 4)
@@ -238,7 +241,8 @@ final class HLSTests: CLITestCase {
         ])
         let log = try nginx.accessLog()
         XCTAssertEqual(
-            log.map(\.status), Array(repeating: 206, count: log.count), "the playlist and the segments, each with the header")
+            log.map(\.status), Array(repeating: 206, count: log.count),
+            "the playlist and the segments, each with the header")
         let segments = log.filter { $0.path.contains(".ts") }
         XCTAssertGreaterThanOrEqual(segments.count, 3, "at least the window's: \(log.map(\.path))")
         XCTAssertTrue(segments.allSatisfy { $0.path.hasSuffix(".ts?sig=abc&exp=1") }, "\(log.map(\.path))")

@@ -70,7 +70,8 @@ final class HLSProxyTests: XCTestCase {
         XCTAssertEqual(job["state"] as? String, "done", "\(job)")
         // 2 s segments: ffmpeg's first 5 s (0, 1, 2), the one before the window (2) and the window's.
         XCTAssertEqual(
-            Set(try nginx.accessLog().map(\.path)), ["/v0.m3u8", "/v0_0.ts", "/v0_1.ts", "/v0_2.ts", "/v0_3.ts", "/v0_4.ts"])
+            Set(try nginx.accessLog().map(\.path)),
+            ["/v0.m3u8", "/v0_0.ts", "/v0_1.ts", "/v0_2.ts", "/v0_3.ts", "/v0_4.ts"])
         nginx.stop()
 
         let playlist = service.url("/v1/stream", origin: nginx.url("/v0.m3u8"))

@@ -65,7 +65,9 @@ final class PlayerMatrixTests: XCTestCase {
         ]
         let x264 = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
         // Two variants (640x360 and 320x180), key frames every 2 s, packaged in 4 s segments.
-        let ladder = ["-i", www + "/ladder.mp4", "-map", "0:v:0", "-map", "0:a:0", "-map", "0:v:1", "-map", "0:a:1", "-c", "copy"]
+        let ladder = [
+            "-i", www + "/ladder.mp4", "-map", "0:v:0", "-map", "0:a:0", "-map", "0:v:1", "-map", "0:a:1", "-c", "copy",
+        ]
         let hls = [
             "-f", "hls", "-hls_time", "4", "-hls_playlist_type", "vod", "-master_pl_name", "master.m3u8",
             "-var_stream_map", "v:0,a:0 v:1,a:1",
@@ -88,7 +90,8 @@ final class PlayerMatrixTests: XCTestCase {
                 www + "/fmp4/v%v_%d.m4s", www + "/fmp4/v%v.m3u8",
             ],
             [
-                "-i", www + "/ladder.mp4", "-map", "0:v:0", "-map", "0:v:1", "-map", "0:a:0", "-c", "copy", "-f", "dash",
+                "-i", www + "/ladder.mp4", "-map", "0:v:0", "-map", "0:v:1", "-map", "0:a:0", "-c", "copy", "-f",
+                "dash",
                 "-seg_duration", "4", "-adaptation_sets", "id=0,streams=v id=1,streams=a", www + "/dash/manifest.mpd",
             ],
         ]
@@ -129,7 +132,8 @@ final class PlayerMatrixTests: XCTestCase {
         XCTAssertTrue(matrix.allSatisfy { $0.1.allSatisfy { $0.ok || $0.excuse != nil } }, report)
         // The cells the player fails from the origin too are the ones known (FFmpeg 5.1 and HLS fMP4).
         let excused = matrix.flatMap { row in row.1.filter { $0.excuse != nil }.map { "\($0.player) \(row.0)" } }
-        XCTAssertTrue(excused.allSatisfy { $0.contains("/fmp4/") && ($0.hasPrefix("ffmpeg") || $0.hasPrefix("mpv")) }, report)
+        XCTAssertTrue(
+            excused.allSatisfy { $0.contains("/fmp4/") && ($0.hasPrefix("ffmpeg") || $0.hasPrefix("mpv")) }, report)
     }
 
     /// The control: a plan for libavformat alone leaves out what Chromium reads of a file and

@@ -135,7 +135,8 @@ final class PlayerRequestReplayTests: XCTestCase {
             XCTAssertEqual(reply.status, 200, "\(who): \(name): \(reply.text.prefix(200))")
             if name.hasSuffix(".ts") {
                 XCTAssertTrue(
-                    reply.body == [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/" + name))), "\(who): \(name)")
+                    reply.body == [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/" + name))),
+                    "\(who): \(name)")
             }
         }
         let best = try segments("v1.m3u8", from: start, to: start + 4)

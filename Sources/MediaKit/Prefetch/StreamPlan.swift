@@ -46,8 +46,11 @@ struct StreamPlan {
             let reading = player.stream
             // Each read: the variants it is of, and its segments given the window's in a playlist.
             let others: [([StreamReading.Variants], String, (HLSMedia, Range<Int>) -> Range<Int>)] = [
-                (reading.opensOn, "opening", { media, _ in StreamPlan.covering(media, from: 0, seconds: reading.opens) }),
-                (reading.startsOn, "starting", { media, _ in StreamPlan.covering(media, from: start, seconds: reading.starts) }),
+                (reading.opensOn, "opening", { m, _ in StreamPlan.covering(m, from: 0, seconds: reading.opens) }),
+                (
+                    reading.startsOn, "starting",
+                    { m, _ in StreamPlan.covering(m, from: start, seconds: reading.starts) }
+                ),
                 (reading.beforeOn, "before the window", { _, w in w.lowerBound - reading.before..<w.lowerBound }),
             ]
             for (ranks, why, segments) in others {
@@ -116,7 +119,9 @@ struct StreamPlan {
         }
         for i in p.reads.keys.sorted() {
             let s = p.media.segments[i], read = p.reads[i]!
-            if let map = s.initSection { add(map.uri, map.byteRange, Read(why: "initialization", players: read.players)) }
+            if let map = s.initSection {
+                add(map.uri, map.byteRange, Read(why: "initialization", players: read.players))
+            }
             add(s.uri, s.byteRange, read)
         }
         return parts
