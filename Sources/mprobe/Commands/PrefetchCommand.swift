@@ -17,14 +17,16 @@ enum PrefetchCommand: OptionCommand {
         for the other tracks the samples in the window), merges ranges less than 64 KiB apart,
         drops what is cached, and fetches the rest in parallel. Containers without an index
         (MPEG-TS, some MKV) get a byte window estimated from the bit rate, and the output says so.
-        The plan is for every known player unless --for says otherwise: what Chromium (32 KiB
-        blocks) and VLC (the first 4 MiB) read besides libavformat is added, and --plan says what
-        each added range is for. Afterwards `mprobe check URL --seconds N --offline` plays the
-        window without the network.
+        The plan is for every known player unless --for says otherwise: what Chromium and
+        Firefox (32 KiB blocks) and VLC (the first 4 MiB) read besides libavformat is added, and
+        --plan says what each added range is for. Afterwards `mprobe check URL --seconds N
+        --offline` plays the window without the network.
 
-        An HLS playlist: the playlists, then the initialization section and exactly the segments
-        (or byte ranges) that cover the window, of one variant and of the audio rendition it plays
-        with, each one request. A live playlist (no #EXT-X-ENDLIST) is refused: its segments slide
+        An HLS playlist or DASH manifest: the playlists, then the initialization sections and the
+        segments (or byte ranges) that cover the window, of the played variant (--variant) and of
+        the audio rendition it plays with, and what the players read besides to start there (the
+        first seconds of the variants they open, the window's start on the variant they start
+        on), each one request. A live playlist (no #EXT-X-ENDLIST) is refused: its segments slide
         away. Encrypted segments are refused (mprobe does not fetch keys). --json gives one object
         per input, ranges included.
         """
