@@ -19,17 +19,13 @@ import XCTest
 ///   the local network both then measure enough for the best.
 final class PlayerRequestReplayTests: XCTestCase {
     func testAVPlayersAndExoPlayersRequestsAreAnsweredExactlyOffline() throws {
-        let dir = try TempDirectory()
-        let www = dir.file("www")
-        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
-        let encode = try runProcess(
-            "ffmpeg",
+        let (dir, www) = try encoded { www in
             [
-                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
-                "sine=frequency=440:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "ultrafast", "-g",
-                "50", "-b:v", "2M", "-pix_fmt", "yuv420p", "-c:a", "aac", www + "/v.mp4",
-            ])
-        XCTAssertEqual(encode.status, 0, encode.stderr)
+                "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-b:v", "2M", "-pix_fmt", "yuv420p", "-c:a",
+                "aac", www + "/v.mp4",
+            ]
+        }
+        defer { withExtendedLifetime(dir) {} }
         let file = [UInt8](try Data(contentsOf: URL(fileURLWithPath: www + "/v.mp4")))
         let size = file.count
         let nginx = try NginxServer(root: www)
@@ -91,22 +87,17 @@ final class PlayerRequestReplayTests: XCTestCase {
     }
 
     func testAVPlayersAndExoPlayersHLSRequestsAreAnsweredOffline() throws {
-        let dir = try TempDirectory()
-        let www = dir.file("www")
-        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         // The 180p variant listed first, the 360p one second; key frames and segments every 2 s.
-        let encode = try runProcess(
-            "ffmpeg",
+        let (dir, www) = try encoded { www in
             [
-                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
-                "sine=frequency=440:sample_rate=48000", "-t", "40", "-filter_complex",
-                "[0:v]split=2[a][b];[a]scale=320:180[low]", "-map", "[low]", "-map", "1:a", "-map", "[b]", "-map",
-                "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-sc_threshold", "0", "-b:v:0", "300k",
-                "-b:v:1", "1200k", "-c:a", "aac", "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
-                "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1", "-hls_segment_filename",
-                www + "/v%v_%d.ts", www + "/v%v.m3u8",
-            ])
-        XCTAssertEqual(encode.status, 0, encode.stderr)
+                "-filter_complex", "[0:v]split=2[a][b];[a]scale=320:180[low]", "-map", "[low]", "-map", "1:a", "-map",
+                "[b]", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-sc_threshold", "0",
+                "-b:v:0", "300k", "-b:v:1", "1200k", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
+                "-hls_playlist_type", "vod", "-master_pl_name", "master.m3u8", "-var_stream_map", "v:0,a:0 v:1,a:1",
+                "-hls_segment_filename", www + "/v%v_%d.ts", www + "/v%v.m3u8",
+            ]
+        }
+        defer { withExtendedLifetime(dir) {} }
         let nginx = try NginxServer(root: www)
         let service = try ServiceHarness()
         defer { service.stop() }
@@ -156,5 +147,20 @@ final class PlayerRequestReplayTests: XCTestCase {
         let last = try XCTUnwrap(try segments("v1.m3u8", from: 38, to: 40).last)
         let missing = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/" + last)))
         XCTAssertEqual(missing.status, 502, missing.text)
+    }
+
+    /// 40 s of a test picture and a tone, encoded by ffmpeg with `output` (given the folder) into
+    /// the folder `www` of a new temporary directory, returned to be kept alive.
+    private func encoded(_ output: (String) -> [String]) throws -> (TempDirectory, String) {
+        let dir = try TempDirectory()
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let source = [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
+            "sine=frequency=440:sample_rate=48000", "-t", "40",
+        ]
+        let r = try runProcess("ffmpeg", source + output(www))
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return (dir, www)
     }
 }

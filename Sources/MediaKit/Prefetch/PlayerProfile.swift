@@ -8,8 +8,6 @@ import ByteSources
 public struct PlayerProfile: Sendable, Hashable {
     /// As `--for` names it.
     public let name: String
-    /// Who reads this way, for `--help` and the plan.
-    public let about: String
     /// Its reads start at a multiple of this many bytes: Chromium's media cache asks in 32 KiB
     /// blocks, so its read of the window (or of a moov at the end) starts up to 32 KiB before the
     /// first byte the demuxer needs.
@@ -21,11 +19,8 @@ public struct PlayerProfile: Sendable, Hashable {
     /// How it reads an HLS or DASH stream.
     public var stream = StreamReading()
 
-    public init(
-        name: String, about: String, alignment: Int64 = 1, readsFromStart: Int64 = 0, stream: StreamReading = .init()
-    ) {
-        (self.name, self.about, self.alignment, self.readsFromStart) = (name, about, alignment, readsFromStart)
-        self.stream = stream
+    public init(name: String, alignment: Int64 = 1, readsFromStart: Int64 = 0, stream: StreamReading = .init()) {
+        (self.name, self.alignment, self.readsFromStart, self.stream) = (name, alignment, readsFromStart, stream)
     }
 }
 
@@ -72,27 +67,27 @@ extension PlayerProfile {
     /// Representation to learn their streams, then, seeking, the segment before the window of
     /// each (its dash demuxer drops the Representations not played only after that one).
     public static let ffmpeg = PlayerProfile(
-        name: "ffmpeg", about: "ffmpeg, ffplay, mpv and other players on libavformat",
+        name: "ffmpeg",
         stream: StreamReading(opens: 5, on: [.every], before: 1, beforeOn: [.every]))
     /// Chromium's `<video>` (every Chromium-based browser and Electron app): 32 KiB-aligned range
     /// starts (80,510,976 for a window whose first sample is at 80,522,397).
     /// On HLS it opens the lowest variant (its first 4 s segment), switches to the best at once
     /// (the next segment), then seeks: the first 8 s of both.
     public static let chromium = PlayerProfile(
-        name: "chromium", about: "Chromium, Chrome, Edge, Electron: reads in 32 KiB blocks", alignment: 32 << 10,
+        name: "chromium", alignment: 32 << 10,
         stream: StreamReading(opens: 8, on: [.lowest, .played]))
     /// Firefox's `<video>`: its media cache (`MediaCacheStream`) holds 32 KiB blocks and asks the
     /// network for whole blocks, from a block boundary (from its source; not run here). It plays
     /// no HLS or DASH of its own (a page's script does, with Media Source Extensions).
     public static let firefox = PlayerProfile(
-        name: "firefox", about: "Firefox: reads in 32 KiB blocks (from its source)", alignment: 32 << 10)
+        name: "firefox", alignment: 32 << 10)
     /// VLC: its prefetch reads from byte 0 while the demuxer opens the file, as fast as the
     /// bytes come. Offline it failed with 0.85 MB cached from 0 (its read of byte 846,636 got a
     /// 502 before the seek), in 1 of 3 runs with 1.4 MB, 1 of 8 with 2 MiB, 0 of 6 with 4.4 MB: 4 MiB.
     /// On a stream it opens the lowest variant (its first segment), plays the window's first 8 s
     /// there (two 4 s segments), then switches up.
     public static let vlc = PlayerProfile(
-        name: "vlc", about: "VLC: reads up to 4 MiB from byte 0 before it seeks", readsFromStart: 4 << 20,
+        name: "vlc", readsFromStart: 4 << 20,
         stream: StreamReading(opens: 1, on: [.lowest], starts: 8, startsOn: [.lowest]))
     /// GStreamer's playbin: asks for the whole file without a Range, takes the length of the
     /// answer for the size of the file and seeks within it. The plan gives it nothing more: no
@@ -101,21 +96,21 @@ extension PlayerProfile {
     /// variant listed, dashdemux 20 s of audio and the first segments of the lowest Representation
     /// and of the best it switches to. Offline, DASH failed 1 run in 3 with 8 s kept, none in 4 with 20 s.
     public static let gstreamer = PlayerProfile(
-        name: "gstreamer", about: "GStreamer playbin: libavformat's ranges (offline seeks need the whole file)",
+        name: "gstreamer",
         stream: StreamReading(opens: 20, on: [.firstListed, .lowest, .played]))
     /// Apple's AVPlayer: `bytes=0-1`, a read from 0 that it closes, the moov, then open ranges
     /// from the sample it seeks to (its documented pattern): libavformat's ranges cover it.
     /// On HLS it starts on the first variant listed (Apple's authoring guidance puts it first for
     /// that reason) and switches once it has measured the bandwidth: the window's first segment.
     public static let avplayer = PlayerProfile(
-        name: "avplayer", about: "AVPlayer (iOS, macOS, tvOS): bytes=0-1, the head, the moov, the sample",
+        name: "avplayer",
         stream: StreamReading(starts: 1, startsOn: [.firstListed]))
     /// ExoPlayer / Media3: reads from 0 to the moov, then from the sync sample its SeekMap gives:
     /// libavformat's ranges cover it.
     /// On a stream its first variant is the one its initial bandwidth estimate affords, which
     /// may be any of them; it switches after the window's first segment.
     public static let exoplayer = PlayerProfile(
-        name: "exoplayer", about: "ExoPlayer / Media3 (Android): the head, the moov, the sync sample",
+        name: "exoplayer",
         stream: StreamReading(starts: 1, startsOn: [.every]))
 
     /// Every player a prefetch is made for by default (`--for all`).

@@ -42,6 +42,8 @@ struct StreamPlan {
                 [(window, "window", everyone)] + (firstSegment ? [(0..<1, "first segment", everyone)] : [])
             }
         }
+        // Each kind of variant resolved once: the ladder's playlists are loaded once, whoever reads them.
+        var resolved: [StreamReading.Variants: [StreamSelection]] = [:]
         for player in players {
             let reading = player.stream
             // Each read: the variants it is of, and its segments given the window's in a playlist.
@@ -55,7 +57,8 @@ struct StreamPlan {
             ]
             for (ranks, why, segments) in others {
                 for rank in ranks {
-                    for variant in try selection.variants(rank, loader: &loader) {
+                    if resolved[rank] == nil { resolved[rank] = try selection.variants(rank, loader: &loader) }
+                    for variant in resolved[rank]! {
                         for p in variant.playlists {
                             add(p, bandwidth: variant.variant?.bandwidth, start: start, seconds: seconds) { window in
                                 [(segments(p.media, window), why, [player.name])]

@@ -58,6 +58,7 @@ public struct StreamPrefetchJob: Sendable {
     /// Also the first segment of the played variant's playlists, whoever the plan is for.
     public var firstSegment = false
     /// The players the plan is for (`PlayerProfile.stream`): every known one by default.
+    /// `PrefetchJob.run` sets them from its planner's, so a file and a stream plan for the same.
     public var players = PlayerProfile.known
 
     public init() {}

@@ -103,7 +103,6 @@ struct WindowQuery {
 
 /// The bytes that hold a window.
 enum SeekWindow {
-
     /// Every sample of it, from an index that gives each one's size, and what each track plays.
     case samples(ByteRangeSet, tracks: [PrefetchPlan.Track])
     /// The stretch between the seek points around it, which give positions but not sizes.

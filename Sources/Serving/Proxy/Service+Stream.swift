@@ -126,19 +126,31 @@ extension Service {
         guard let gap = source.missingRanges(in: part).first?.lowerBound, gap > part.lowerBound,
             !source.isFetching(gap), !recentAnswers.isFresh(url)
         else { return part }
-        guard originUnavailable(url, at: gap, token: token) else {
+        switch probe(url, at: gap, token: token) {
+        case .answered:
             recentAnswers.answered(url)
             return part
+        case .unavailable:
+            recentAnswers.failed(url)
+            return part.lowerBound..<gap
+        case .unknown:
+            return part
         }
-        recentAnswers.failed(url)
-        return part.lowerBound..<gap
     }
 
-    /// Whether the origin cannot serve the byte at `offset` now (unreachable, or a 5xx). The
-    /// byte is asked for alone and not kept: the body fetches it through the source, which
-    /// compares versions as it always does (a changed origin still ends a response short after
-    /// the cached bytes, never mixes them).
-    private func originUnavailable(_ url: String, at offset: Int64, token: Cancellation) -> Bool {
+    private enum ProbeAnswer {
+        /// The origin answered (any status but a 5xx).
+        case answered
+        /// Unreachable, timed out, or a 5xx.
+        case unavailable
+        /// The player left, or the request failed on this side: nothing learned of the origin.
+        case unknown
+    }
+
+    /// Asks for the byte at `offset` alone, not kept: the body fetches it through the source,
+    /// which compares versions as it always does (a changed origin still ends a response short
+    /// after the cached bytes, never mixes them).
+    private func probe(_ url: String, at offset: Int64, token: Cancellation) -> ProbeAnswer {
         struct Answered: Error {}
         var tally = FetchCounters()
         do {
@@ -147,11 +159,13 @@ extension Service {
             _ = try session.fetcher.fetch(
                 url: url, range: offset..<offset + 1, cancellation: token, tally: &tally,
                 onResponse: { _ in throw Answered() }, onData: { _, _ in })
-            return false
+            return .answered
+        } catch is Answered {
+            return .answered
         } catch let error as FetchError {
-            return error.isOriginUnavailable
+            return error.isOriginUnavailable ? .unavailable : token.isCancelled ? .unknown : .answered
         } catch {
-            return false
+            return .unknown
         }
     }
 
