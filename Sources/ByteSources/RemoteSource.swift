@@ -104,34 +104,93 @@ public final class RemoteSource: MediaSource {
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        var fetched = false
+        while true {
+            if let n = try readStored(into: buffer, at: offset, fetched: fetched) { return n }
+            let waited = try waitForBytes(at: offset, count: buffer.count)
+            guard waited.present else { return 0 }
+            fetched = fetched || waited.fetched
+        }
+    }
+
+    /// Like `read`, but never waits: nil when the bytes at `offset` are not stored yet (or a
+    /// fetch is comparing them), for a caller that must not block (the server's event loop),
+    /// which then has `awaitBytes` wait elsewhere.
+    public func readStored(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int? {
+        try readStored(into: buffer, at: offset, fetched: false)
+    }
+
+    private func readStored(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, fetched: Bool) throws -> Int? {
         precondition(offset >= 0, "negative offset")
         // No origin may claim a size past this, so nothing is there (and offsets stay far from overflow).
         guard buffer.count > 0, offset < ResponseInfo.maxResourceSize else { return 0 }
+        try ensureOneVersion()
+        let (store, size, stop, barrier) = resource.readView(at: offset)
+        if let size, offset >= size { return try endOfFile() }
+        guard barrier == nil else { return nil }
+        let usable = stop.map { Int(min(Int64(buffer.count), $0 - offset)) } ?? buffer.count
+        let copied = try store.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<usable]), at: offset)
+        let n = copied.count
+        guard n > 0 else { return nil }
+        try pin(copied.validators, generation: copied.generation)
+        state.withLock { $0.readahead.didRead(at: offset, count: n) }
+        let fromCache = tally.read(offset..<offset + Int64(n))
+        store.recordRead(fromCache: fromCache, fetched: fetched ? Int64(n) - fromCache : 0)
+        return n
+    }
+
+    /// Waits until the byte at `offset` is stored (fetching the missing run from there, sized by
+    /// the readahead and at least `count` bytes): false when the resource ends before it.
+    @discardableResult
+    public func awaitBytes(at offset: Int64, count: Int) throws -> Bool {
+        try waitForBytes(at: offset, count: count).present
+    }
+
+    /// `awaitBytes`, and whether bytes had to be fetched (or waited for) to get there.
+    private func waitForBytes(at offset: Int64, count: Int) throws -> (present: Bool, fetched: Bool) {
+        guard count > 0, offset < ResponseInfo.maxResourceSize else { return (false, false) }
         var fetched = false
         while true {
             try ensureOneVersion()
-            let (store, size, stop, barrier) = resource.readView(at: offset)
-            if let size, offset >= size { return try endOfFile() }
+            let (store, size, _, barrier) = resource.readView(at: offset)
+            if let size, offset >= size {
+                _ = try endOfFile()
+                return (false, fetched)
+            }
             if let barrier {
                 // A fetch is comparing the stored bytes from here with the ones it brings.
                 try resource.waitPastBarrier(of: involve(barrier), token: token)
                 continue
             }
-            let usable = stop.map { Int(min(Int64(buffer.count), $0 - offset)) } ?? buffer.count
-            let copied = try store.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<usable]), at: offset)
-            let n = copied.count
-            if n > 0 {
-                try pin(copied.validators, generation: copied.generation)
-                state.withLock { $0.readahead.didRead(at: offset, count: n) }
-                let fromCache = tally.read(offset..<offset + Int64(n))
-                store.recordRead(fromCache: fromCache, fetched: fetched ? Int64(n) - fromCache : 0)
-                return n
-            }
+            if store.available.coveredLength(from: offset) > 0 { return (true, fetched) }
             try store.refresh()
             if store.available.coveredLength(from: offset) > 0 { continue }  // another process added it
-            guard try fetchMiss(at: offset, minimum: Int64(buffer.count), store: store) else { return try endOfFile() }
+            guard try fetchMiss(at: offset, minimum: Int64(count), store: store) else {
+                _ = try endOfFile()
+                return (false, fetched)
+            }
             fetched = true
         }
+    }
+
+    /// All of `range`, stored, as a descriptor of the file holding it (the caller closes it), with
+    /// its version pinned as a read would: nil when any of it is missing, is not in a file, or is
+    /// being compared by a fetch (`OverlapCheck`).
+    public func storedFile(_ range: Range<Int64>) throws -> StoredFile? {
+        try ensureOneVersion()
+        let (store, _, stop, barrier) = resource.readView(at: range.lowerBound)
+        guard barrier == nil, stop.map({ $0 >= range.upperBound }) ?? true,
+            let stored = try store.openStored(range)
+        else { return nil }
+        do {
+            try pin(stored.validators, generation: stored.generation)
+        } catch {
+            close(stored.fd)
+            throw error
+        }
+        state.withLock { $0.readahead.didRead(at: range.lowerBound, count: range.count) }
+        store.recordRead(fromCache: tally.read(range), fetched: 0)
+        return stored
     }
 
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {

@@ -6,17 +6,19 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* MHD_start_daemon with the options mprobe uses: a thread per connection (handlers may block on
-   the network), an address to bind, a cap on connections, an idle timeout in seconds, a callback
-   when a request is done (to release its context) and one when a connection opens or closes (to
-   count clients and time their headers). */
+/* MHD_start_daemon with the options mprobe uses: event loops on `threads` threads (epoll), an
+   address to bind, a cap on connections, an idle timeout in seconds, a callback when a request is
+   done (to release its context) and one when a connection opens or closes (to count clients and
+   time their headers). */
 static inline struct MHD_Daemon *mp_mhd_start(unsigned int flags, const struct sockaddr *address,
+                                              unsigned int threads,
                                               unsigned int connection_limit, unsigned int timeout,
                                               MHD_AccessHandlerCallback handler, void *handler_cls,
                                               MHD_RequestCompletedCallback completed, void *completed_cls,
                                               MHD_NotifyConnectionCallback notify, void *notify_cls) {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_SOCK_ADDR, address,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
@@ -62,6 +64,9 @@ static inline enum MHD_ValueKind mp_mhd_header_kind(void) { return MHD_HEADER_KI
 static inline enum MHD_ValueKind mp_mhd_argument_kind(void) { return MHD_GET_ARGUMENT_KIND; }
 static inline enum MHD_ResponseMemoryMode mp_mhd_respmem_copy(void) { return MHD_RESPMEM_MUST_COPY; }
 
+static inline enum MHD_FLAG mp_mhd_event_loop_flags(void) {
+    return (enum MHD_FLAG)(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO);
+}
 static inline ssize_t mp_mhd_reader_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
 static inline ssize_t mp_mhd_reader_end_with_error(void) { return MHD_CONTENT_READER_END_WITH_ERROR; }
 static inline uint64_t mp_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }

@@ -13,8 +13,10 @@ import Synchronization
 /// outside the lock are applied only if the entry is still at the generation they were based on.
 public final class CacheEntry: RangeStore {
     /// Written bytes not yet committed are committed once they reach this many (and a running
-    /// fetch commits every second besides: `RemoteResource`), so a crash loses little.
-    static let autoCommitBytes: Int64 = 4 << 20
+    /// fetch commits every second besides: `RemoteResource`), so a crash loses little. Each commit
+    /// is an `fdatasync` and an index transaction: a cold reader at loopback speed makes a few a
+    /// second at this size, not dozens.
+    static let autoCommitBytes: Int64 = 32 << 20
 
     public let key: String
     public let url: String
@@ -237,16 +239,19 @@ public final class CacheEntry: RangeStore {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
-        let target = try state.withLock { s throws -> (DataFile, Bool, ByteRangeSet)? in
+        let target = try state.withLock { s throws -> (DataFile, Bool, ByteRangeSet, Bool)? in
             if let refusal = s.refusal { throw refusal }
             guard s.generation == generation, let file = s.file else { return nil }
-            return (file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes, s.committed)
+            return (
+                file, s.pendingBytes + Int64(bytes.count) >= CacheEntry.autoCommitBytes, s.committed, s.pending.isEmpty
+            )
         }
-        guard let (file, due, committed) = target else { return false }
+        guard let (file, due, committed, firstOfBatch) = target else { return false }
         // A data file cut short from outside (a disk tool, a restore) is caught at open; but once
-        // a write extends it again, the lost bytes would read back as zeros. So every write first
-        // checks the file still holds what is recorded, and if not the record goes.
-        if let problem = try ByteCache.truncation(of: committed, in: file) {
+        // a write extends it again, the lost bytes would read back as zeros. So the first write
+        // after each commit checks the file still holds what is recorded (an `fstat`), and if not
+        // the record goes; the writes between, at a fetch's pace, do not pay for it.
+        if firstOfBatch, let problem = try ByteCache.truncation(of: committed, in: file) {
             _ = try cache.drop(ByteCache.ImpossibleRecord(row: generation.row, url: url, reason: problem))
             try moveOn(from: generation)
             return false
@@ -330,6 +335,17 @@ public final class CacheEntry: RangeStore {
             return StoredRead(count: n, generation: generation, validators: validators)
         }
         return StoredRead(count: 0, generation: generation, validators: validators)
+    }
+
+    public func openStored(_ range: Range<Int64>) throws -> StoredFile? {
+        let (file, length, generation, validators) = state.withLock { s in
+            var present = s.committed
+            present.formUnion(s.committing)
+            present.formUnion(s.pending)
+            return (s.file, present.coveredLength(from: range.lowerBound), s.generation, s.validators)
+        }
+        guard let file, !range.isEmpty, length >= Int64(range.count) else { return nil }
+        return StoredFile(fd: try file.duplicateDescriptor(), generation: generation, validators: validators)
     }
 
     public func recordRead(fromCache: Int64, fetched: Int64) {

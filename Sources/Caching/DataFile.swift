@@ -102,6 +102,14 @@ final class DataFile: Sendable {
         }
     }
 
+    /// A second descriptor of the same open file (and so of its shared lock), for the caller to
+    /// close: the kernel sends a response's bytes from it.
+    func duplicateDescriptor() throws -> Int32 {
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw CacheError.io(function: "fcntl", path: path, errno: errno) }
+        return copy
+    }
+
     /// Makes written bytes durable; must precede recording their range in the index.
     func sync() throws {
         guard fdatasync(fd) == 0 else { throw CacheError.io(function: "fdatasync", path: path, errno: errno) }

@@ -102,6 +102,9 @@ public final class MemoryRangeStore: RangeStore {
 
     public func recordRead(fromCache: Int64, fetched: Int64) {}
 
+    /// Memory has no file for the kernel to send from.
+    public func openStored(_ range: Range<Int64>) throws -> StoredFile? { nil }
+
     /// No other process sees this store: the whole range, without a lock.
     public func claimFetch(_ range: Range<Int64>, isCancelled: () -> Bool) throws -> FetchClaim? {
         FetchClaim(range: range)

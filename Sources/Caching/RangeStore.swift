@@ -34,6 +34,9 @@ public protocol RangeStore: AnyObject, Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead
     /// Counts one read for the hit/miss statistics.
     func recordRead(fromCache: Int64, fetched: Int64)
+    /// A descriptor of the file that holds all of `range` (at the same offsets), for the kernel
+    /// to send from; nil unless the store keeps files and all of `range` is there.
+    func openStored(_ range: Range<Int64>) throws -> StoredFile?
     /// Claims `range` for fetching, so that other processes sharing the store do not fetch the
     /// same bytes at the same time. Returns either
     /// - a claim on a prefix of `range` (all of it, or up to where another holder's claim
@@ -65,6 +68,15 @@ public struct StoreGeneration: Sendable, Equatable {
 /// What one `RangeStore.read` copied, and the version of the content it came from.
 public struct StoredRead: Sendable {
     public let count: Int
+    public let generation: StoreGeneration
+    public let validators: ResourceValidators
+}
+
+/// All of a range in a store's file: a descriptor the caller owns (and must close), and the
+/// version of the content it holds. The range's bytes in that file never change: a new version
+/// is a new file, and eviction waits while any descriptor of it is open (its shared lock).
+public struct StoredFile: Sendable {
+    public let fd: Int32
     public let generation: StoreGeneration
     public let validators: ResourceValidators
 }

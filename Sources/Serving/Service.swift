@@ -107,9 +107,13 @@ public final class Service: Sendable {
 
     // MARK: Requests
 
-    private func handle(_ request: HTTPRequest) -> HTTPResponse {
+    /// The answer to `request`; nil when it is asked on the event loop and must wait (the server
+    /// asks again on a worker).
+    private func handle(_ request: HTTPRequest) -> HTTPResponse? {
         do {
             return try route(request)
+        } catch is MustWait {
+            return nil
         } catch {
             return APIError(error, rules: cache.urlRules).response
         }
@@ -149,6 +153,7 @@ public final class Service: Sendable {
             response.headers.append(("Allow", route.methods.joined(separator: ", ")))
             return response
         }
+        if !request.mayWait && route.placement == .worker { throw MustWait() }
         var response = try handler(self, request, parameters)
         if let corsOrigin {
             // Admitted above, so listed: a web player there may read the bytes and the range headers.

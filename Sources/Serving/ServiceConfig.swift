@@ -53,7 +53,9 @@ public struct ServiceLimits: Sendable {
     public var maxConcurrentPlaylists = 4
     /// Proxied responses streaming at once; more get 503.
     public var maxStreams = 256
-    public var maxConnections = 512
+    /// Open connections at once (idle keep-alive players, slow clients): each costs a descriptor and
+    /// a few KiB, no thread. More get 503. The process needs about twice this many descriptors.
+    public var maxConnections = 16_384
     /// Connections one client address may hold at once; 0 for no limit (behind a front such as
     /// nginx every request comes from its address).
     public var maxConnectionsPerClient = 64

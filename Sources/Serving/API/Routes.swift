@@ -18,6 +18,17 @@ struct Route: Sendable {
 
     typealias Handler = @Sendable (Service, HTTPRequest, Parameters) throws -> HTTPResponse
 
+    /// Where its handler runs. The event loops hold every connection, so nothing there may wait.
+    enum Placement: Sendable {
+        /// Answered on the event loop: nothing it does waits (no origin, no job store, no disk).
+        case eventLoop
+        /// On a worker thread: it may wait on an origin, the job store or the disk.
+        case worker
+        /// Tried on the event loop, handed to a worker at the first step that would wait
+        /// (`MustWait`): the range proxy, whose cached ranges need neither.
+        case eventLoopUnlessItWaits
+    }
+
     /// Path segments a template's `{name}` matched, and the rest a trailing `{name...}` took.
     struct Parameters: Sendable {
         var values: [String: String] = [:]
@@ -34,15 +45,17 @@ struct Route: Sendable {
     /// A GET here makes the service fetch from an origin (a probe, the proxy): an effect, not a
     /// read, which a navigation alone may not cause (`RequestSite.userNavigation`).
     let fetchesOrigins: Bool
+    let placement: Placement
 
     init(
         template: String, access: Access, label: String? = nil, fetchesOrigins: Bool = false,
-        handlers: [(method: String, handler: Handler)]
+        placement: Placement = .worker, handlers: [(method: String, handler: Handler)]
     ) {
         self.template = template
         self.access = access
         self.label = label ?? template
         self.fetchesOrigins = fetchesOrigins
+        self.placement = placement
         self.handlers = handlers
     }
 
@@ -70,16 +83,20 @@ extension Service {
     /// Every endpoint. A path matches at most one template.
     static let routes: [Route] = [
         Route(
-            template: "/healthz", access: .open,
+            template: "/healthz", access: .open, placement: .eventLoop,
             handlers: [
                 ("GET", { s, _, _ in s.json(.object([("status", .string("ok"))])) }),
                 ("HEAD", { s, _, _ in s.json(.object([("status", .string("ok"))])) }),
             ]),
-        Route(template: "/", access: .open, label: "/dashboard", handlers: asset { _ in DashboardAsset(path: []) }),
         Route(
-            template: "/dashboard/{asset}", access: .open, label: "/dashboard",
+            template: "/", access: .open, label: "/dashboard", placement: .eventLoop,
+            handlers: asset { _ in DashboardAsset(path: []) }),
+        Route(
+            template: "/dashboard/{asset}", access: .open, label: "/dashboard", placement: .eventLoop,
             handlers: asset { DashboardAsset(path: ["dashboard", $0["asset"]]) }),
-        Route(template: "/openapi.json", access: .open, handlers: asset { _ in DashboardAsset.openAPI }),
+        Route(
+            template: "/openapi.json", access: .open, placement: .eventLoop,
+            handlers: asset { _ in DashboardAsset.openAPI }),
         Route(template: "/metrics", access: .api, handlers: [("GET", { s, _, _ in s.metricsPage() })]),
         Route(
             template: "/v1/health", access: .api,
@@ -88,7 +105,7 @@ extension Service {
             template: "/v1/probe", access: .api, fetchesOrigins: true,
             handlers: [("GET", { s, request, _ in try s.probe(request) })]),
         Route(
-            template: "/v1/stream", access: .player, fetchesOrigins: true,
+            template: "/v1/stream", access: .player, fetchesOrigins: true, placement: .eventLoopUnlessItWaits,
             handlers: [
                 ("GET", { s, request, _ in try s.stream(request) }),
                 ("HEAD", { s, request, _ in try s.stream(request) }),
@@ -97,6 +114,7 @@ extension Service {
         // takes a segment only by its extension.
         Route(
             template: "/v1/stream/{name}", access: .player, label: "/v1/stream", fetchesOrigins: true,
+            placement: .eventLoopUnlessItWaits,
             handlers: [
                 ("GET", { s, request, _ in try s.stream(request) }),
                 ("HEAD", { s, request, _ in try s.stream(request) }),

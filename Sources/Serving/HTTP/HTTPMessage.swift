@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One HTTP request as the service's handlers see it: no C pointers, everything copied.
 public struct HTTPRequest: Sendable {
@@ -14,10 +15,14 @@ public struct HTTPRequest: Sendable {
     public let peer: String
     /// True once the client has closed its side: work for it (a fetch it waits on) can stop.
     public let clientGone: @Sendable () -> Bool
+    /// False while the server's event loop asks (the handler must not wait: it answers nil if it
+    /// would); true on the worker thread the request was then handed to, where waiting is fine.
+    public internal(set) var mayWait: Bool
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        body: [UInt8] = [], peer: String = "", clientGone: @escaping @Sendable () -> Bool = { false }
+        body: [UInt8] = [], peer: String = "", mayWait: Bool = true,
+        clientGone: @escaping @Sendable () -> Bool = { false }
     ) {
         self.method = method
         self.path = path
@@ -26,16 +31,44 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.peer = peer
         self.clientGone = clientGone
+        self.mayWait = mayWait
     }
 }
 
 /// A response body produced while it is sent: the range proxy streams bytes as they arrive.
-/// `read` is called on the connection's thread, in order; it may block. Returning 0 ends the
-/// body; throwing ends the connection at once, so a client sees a short body, never wrong bytes.
+///
+/// The server's event loop asks for bytes with `readReady`, which never waits; when nothing is
+/// ready it sets the connection aside and a worker thread calls `waitUntilReady`, which may block
+/// (on an origin), then the loop asks again. Calls come in order, never two at once. Throwing
+/// from either ends the connection at once, so a client sees a short body, never wrong bytes.
 public protocol HTTPBodyStream: AnyObject, Sendable {
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Copies what is ready now into `buffer`: the count, 0 at the end of the body, nil when
+    /// nothing is ready yet.
+    func readReady(into buffer: UnsafeMutableRawBufferPointer) throws -> Int?
+    /// Waits until `readReady` has bytes (or the end) to give; `wanted` is how many it will ask for.
+    func waitUntilReady(wanted: Int) throws
     /// The response is over (sent, or the client went away): stop what only it needed.
     func close()
+}
+
+/// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`) with no copy
+/// through the process. The descriptor is the response's to close; whoever takes it owns it.
+public final class FileBody: Sendable {
+    private let fd: Mutex<Int32?>
+    public let offset: Int64
+    public let length: Int64
+
+    /// Takes ownership of `fd`.
+    public init(fd: Int32, offset: Int64, length: Int64) {
+        self.fd = Mutex(fd)
+        self.offset = offset
+        self.length = length
+    }
+
+    /// The descriptor, once: the caller closes it (or hands it on).
+    func take() -> Int32? { fd.withLock { d in defer { d = nil }; return d } }
+
+    deinit { if let fd = take() { close(fd) } }
 }
 
 public struct HTTPResponse: Sendable {
@@ -43,6 +76,8 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// `length` bytes (nil: unknown, chunked) read from the stream.
         case stream(length: Int64?, HTTPBodyStream)
+        /// Bytes of a file, by `sendfile`.
+        case file(FileBody)
     }
 
     public var status: Int

@@ -4,9 +4,15 @@ import Support
 import Synchronization
 
 /// An embedded HTTP/1.1 server (libmicrohttpd): the single owner of the `MHD_Daemon`, stopped in
-/// `deinit`. Each connection gets its own thread, so a handler may block on the network (a probe,
-/// a proxied range being fetched) without holding up other clients; `ConnectionTable` keeps any
-/// one client from holding them all.
+/// `deinit`.
+///
+/// Connections live in a few event loops (epoll, one thread each), so an idle keep-alive player
+/// or a slow client costs a socket and a little memory, not a thread. The handler is asked first
+/// on the event loop, where it must not wait: it answers what it can at once (a cached range,
+/// `/healthz`) and nil for the rest, which is then asked again on a `WorkerPool` thread while the
+/// connection is set aside (`SetAside`). A body sent from a file goes by `sendfile`; a streamed
+/// body is read on the loop while bytes are ready and waited for on a worker when they are not.
+/// `ConnectionTable` keeps any one client from holding all connections.
 ///
 /// Handlers are Swift closures over `HTTPRequest`/`HTTPResponse`; no C pointer leaves this file.
 public final class HTTPServer: Sendable {
@@ -14,7 +20,12 @@ public final class HTTPServer: Sendable {
         /// Longest request body accepted: a larger one is answered 413, before it is sent when its
         /// length is announced, else after it was read.
         public var maxBody = 1 << 20
-        public var maxConnections = 512
+        public var maxConnections = 16_384
+        /// Event loops (threads), each holding its share of the connections.
+        public var eventLoops = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        /// Threads at most for requests that wait (an origin, the job store): past this many at
+        /// once, they wait their turn.
+        public var workers = 512
         /// Connections one client address may hold at once (0: no limit).
         public var maxConnectionsPerClient = 64
         /// Seconds a connection may take to send a request's headers, or to start its next request.
@@ -39,6 +50,8 @@ public final class HTTPServer: Sendable {
 
     public let port: Int
     public let host: String
+    /// Connections past `maxConnections` libmicrohttpd still accepts, to answer them 503.
+    public static let refusalRoom = 1024
     private let daemon: DaemonHandle
     private let core: ServerCore
 
@@ -52,7 +65,7 @@ public final class HTTPServer: Sendable {
     /// Binds `host:port` (port 0 picks a free one) and starts serving.
     public init(
         host: String, port: Int, limits: Limits = Limits(),
-        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse?,
         completed: @escaping @Sendable (Completed) -> Void = { _ in }
     ) throws {
         let address = try SocketAddress(host: host, port: port)
@@ -61,22 +74,23 @@ public final class HTTPServer: Sendable {
                 total: limits.maxConnections, perClient: limits.maxConnectionsPerClient,
                 headerTimeout: limits.headerTimeout,
                 bodyTimeout: limits.bodyTimeout))
-        let core = ServerCore(handler: handler, completed: completed, maxBody: limits.maxBody, connections: connections)
+        let core = ServerCore(
+            handler: handler, completed: completed, maxBody: limits.maxBody, connections: connections,
+            workers: WorkerPool(limit: limits.workers))
         let opaque = Unmanaged.passUnretained(core).toOpaque()
-        // poll(), not select(): descriptors past 1024 are normal in a process holding thousands.
-        var flags = UInt32(
-            MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
-                | MHD_USE_ITC.rawValue | MHD_USE_POLL.rawValue)
+        var flags = UInt32(mp_mhd_event_loop_flags().rawValue)
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
-        // Twice the limit for libmicrohttpd, so that a connection past ours is still accepted and
-        // answered (429/503, then shut down at once) instead of closed unanswered.
+        // Room past our limit for libmicrohttpd, so that a connection past it is still accepted
+        // and answered (429/503, then shut down at once) instead of closed unanswered.
         let started = address.withSockaddr { sockaddr in
             mp_mhd_start(
-                flags, sockaddr, UInt32(2 * limits.maxConnections), UInt32(limits.idleTimeout),
+                flags, sockaddr, UInt32(max(1, limits.eventLoops)),
+                UInt32(limits.maxConnections + HTTPServer.refusalRoom), UInt32(limits.idleTimeout),
                 serverAccessHandler, opaque, serverCompletedCallback, opaque, serverNotifyConnection, opaque)
         }
         guard let started else {
             connections.stop()
+            core.workers.stop()
             throw ServiceError.listen(
                 address: "\(host):\(port)", reason: "libmicrohttpd could not bind or start (address in use?)")
         }
@@ -90,11 +104,13 @@ public final class HTTPServer: Sendable {
     /// The corresponding libmicrohttpd function is `MHD_quiesce_daemon`.
     public func quiesce() { daemon.quiesce() }
 
-    /// Stops the daemon, waiting for connection threads to finish (each ends when its response
-    /// does: close body streams first so that long ones end short).
+    /// Stops the daemon. Requests still set aside are answered 503 (a body waiting for bytes
+    /// ends short) first, as libmicrohttpd must not stop with connections suspended.
     public func stop() {
+        core.setAside.takeBackAll()
         daemon.stop()
         core.connections.stop()
+        core.workers.stop()
     }
 
     deinit { stop() }
@@ -132,20 +148,28 @@ private final class DaemonHandle: Sendable {
 
 /// What the C callbacks reach through their `cls` pointer; `HTTPServer` keeps it alive.
 private final class ServerCore: Sendable {
-    let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    let handler: @Sendable (HTTPRequest) -> HTTPResponse?
     let completed: @Sendable (HTTPServer.Completed) -> Void
     let maxBody: Int
     let connections: ConnectionTable
+    let workers: WorkerPool
+    let setAside = SetAside()
 
     init(
-        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-        completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int, connections: ConnectionTable
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse?,
+        completed: @escaping @Sendable (HTTPServer.Completed) -> Void, maxBody: Int, connections: ConnectionTable,
+        workers: WorkerPool
     ) {
         self.handler = handler
         self.completed = completed
         self.maxBody = maxBody
         self.connections = connections
+        self.workers = workers
     }
+
+    static let stopping = HTTPResponse.text(
+        503, #"{"error": {"code": "unavailable", "message": "the service is stopping"}}"# + "\n",
+        contentType: "application/json")
 }
 
 /// One request between its first and its completed callback; owned through `req_cls`
@@ -161,13 +185,25 @@ private final class RequestContext: @unchecked Sendable {
     /// The streamed body, whose sent bytes are known only at the end.
     var stream: StreamBox?
     var bytesSent: Int64 = 0
+    /// Handed to a worker, which leaves its answer in `answer`.
+    var handedOff = false
+    let answer = Mutex<HTTPResponse?>(nil)
 }
 
 /// A response body stream and what has been sent of it; the content reader's `cls`.
-private final class StreamBox: @unchecked Sendable {
+private final class StreamBox: Sendable {
     let stream: HTTPBodyStream
     let sent = Atomic<Int64>(0)
-    init(_ stream: HTTPBodyStream) { self.stream = stream }
+    /// Its wait failed (or the server stopped meanwhile): the body ends short at the next read.
+    let failed = Atomic<Bool>(false)
+    let connection: UInt
+    let core: ServerCore
+
+    init(_ stream: HTTPBodyStream, connection: OpaquePointer, core: ServerCore) {
+        self.stream = stream
+        self.connection = UInt(bitPattern: connection)
+        self.core = core
+    }
 }
 
 private let serverAccessHandler: MHD_AccessHandlerCallback = {
@@ -187,7 +223,7 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = {
         let announced = connectionValues(connection, mp_mhd_header_kind(), lowercased: true)["content-length"]
         if let announced, announced.count > 18 || (Int(announced) ?? 0) > core.maxBody {
             context.status = 413
-            return queue(HTTPServer.tooLarge(core.maxBody), on: connection, context: context)
+            return queue(HTTPServer.tooLarge(core.maxBody), on: connection, context: context, core: core)
         }
         return .YES
     }
@@ -204,20 +240,42 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = {
         uploadSize.pointee = 0
         return .YES
     }
-    // The whole request is here: answer it on this connection's thread.
+    if context.handedOff {
+        // Taken back from the worker, which left its answer.
+        guard let answer = context.answer.withLock({ a in defer { a = nil }; return a }) else { return .YES }
+        context.status = answer.status
+        return queue(answer, on: connection, context: context, core: core)
+    }
+    // The whole request is here.
     core.connections.requestReceived(UInt(bitPattern: connection))
     context.query = connectionValues(connection, mp_mhd_argument_kind(), lowercased: false)
     // Asked while the handler or the response's body waits on an origin. The socket stays this
     // connection's until the response ends, and a closed one reads as gone.
     let fd = mp_mhd_connection_fd(connection)
-    let request = HTTPRequest(
+    var request = HTTPRequest(
         method: context.method, path: context.path, query: context.query,
         headers: connectionValues(connection, mp_mhd_header_kind(), lowercased: true),
-        body: context.body, peer: peerAddress(connection),
+        body: context.body, peer: peerAddress(connection), mayWait: false,
         clientGone: { mp_socket_peer_closed(fd) != 0 })
-    let response = context.bodyTooLarge ? HTTPServer.tooLarge(core.maxBody) : core.handler(request)
-    context.status = response.status
-    return queue(response, on: connection, context: context)
+    if let response = context.bodyTooLarge ? HTTPServer.tooLarge(core.maxBody) : core.handler(request) {
+        context.status = response.status
+        return queue(response, on: connection, context: context, core: core)
+    }
+    // It must wait: a worker answers it, the connection set aside meanwhile.
+    guard core.setAside.setAside(connection, onStop: { context.answer.withLock { $0 = ServerCore.stopping } }) else {
+        context.status = 503
+        return queue(ServerCore.stopping, on: connection, context: context, core: core)
+    }
+    context.handedOff = true
+    request.mayWait = true
+    let handler = core.handler
+    let address = UInt(bitPattern: connection)
+    core.workers.run { [request] in
+        let answer = handler(request) ?? HTTPResponse.text(500, "the handler gave no answer\n")
+        context.answer.withLock { $0 = $0 ?? answer }
+        core.setAside.takeBack(OpaquePointer(bitPattern: address)!)
+    }
+    return .YES
 }
 
 private let serverCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, reqCls, _ in
@@ -248,7 +306,9 @@ private let serverNotifyConnection: MHD_NotifyConnectionCallback = { cls, connec
 
 /// Hands `response` to libmicrohttpd. The MHD response object is reference counted: queueing
 /// takes a reference, so ours is dropped right after.
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+private func queue(
+    _ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext, core: ServerCore
+) -> MHD_Result {
     let made: OpaquePointer?
     switch response.body {
     case .bytes(let bytes):
@@ -259,12 +319,18 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, conte
         }
         context.bytesSent = context.method == "HEAD" ? 0 : Int64(bytes.count)
     case .stream(let length, let stream):
-        let box = StreamBox(stream)
+        let box = StreamBox(stream, connection: connection, core: core)
         context.stream = box
         made = MHD_create_response_from_callback(
             length.map { UInt64($0) } ?? mp_mhd_size_unknown(), 256 << 10,
             streamReader, Unmanaged.passRetained(box).toOpaque(), streamFree)
         if made == nil { stream.close() }
+    case .file(let file):
+        // libmicrohttpd sends it with sendfile and closes the descriptor with the response.
+        guard let fd = file.take() else { return .NO }
+        made = MHD_create_response_from_fd_at_offset64(UInt64(file.length), fd, UInt64(file.offset))
+        if made == nil { close(fd) }
+        context.bytesSent = context.method == "HEAD" ? 0 : file.length
     }
     guard let made else { return .NO }
     defer { MHD_destroy_response(made) }
@@ -272,17 +338,33 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, conte
     return MHD_queue_response(connection, UInt32(response.status), made)
 }
 
+/// On the event loop: what is ready now, else the connection is set aside while a worker waits
+/// for more (returning 0 then is how libmicrohttpd is told to ask again once it is taken back).
 private let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
     guard let cls, let buffer else { return mp_mhd_reader_end_with_error() }
     let box = Unmanaged<StreamBox>.fromOpaque(cls).takeUnretainedValue()
+    guard !box.failed.load(ordering: .relaxed) else { return mp_mhd_reader_end_with_error() }
     do {
-        let n = try box.stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
-        guard n > 0 else { return mp_mhd_reader_end_of_stream() }
-        box.sent.add(Int64(n), ordering: .relaxed)
-        return n
+        if let n = try box.stream.readReady(into: UnsafeMutableRawBufferPointer(start: buffer, count: max)) {
+            guard n > 0 else { return mp_mhd_reader_end_of_stream() }
+            box.sent.add(Int64(n), ordering: .relaxed)
+            return n
+        }
     } catch {
         return mp_mhd_reader_end_with_error()
     }
+    guard let connection = OpaquePointer(bitPattern: box.connection),
+        box.core.setAside.setAside(connection, onStop: { box.failed.store(true, ordering: .relaxed) })
+    else { return mp_mhd_reader_end_with_error() }
+    box.core.workers.run {
+        do {
+            try box.stream.waitUntilReady(wanted: max)
+        } catch {
+            box.failed.store(true, ordering: .relaxed)
+        }
+        box.core.setAside.takeBack(OpaquePointer(bitPattern: box.connection)!)
+    }
+    return 0
 }
 
 private let streamFree: MHD_ContentReaderFreeCallback = { cls in

@@ -12,16 +12,32 @@ extension Service {
     /// An HLS playlist or a DASH manifest (`StreamingManifest.hls` or `.dash`), by its type, its
     /// name or (when the player reads it from its start) its first bytes; nil for anything else.
     func manifestKind(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) throws -> String? {
+        if let kind = Service.declaredManifestKind(url: url, source: source) { return kind }
+        guard Service.readsToTellManifest(request, size: size) else { return nil }
+        return StreamingManifest.kind(
+            ofText: String(decoding: try Service.read(source, count: Int(min(size, 1024))), as: UTF8.self))
+    }
+
+    /// Whether `manifestKind` takes the resource for a playlist or must read it to tell: both
+    /// wait (on the origin, a rewrite), so the event loop hands such requests to a worker.
+    static func mayBeManifest(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) -> Bool {
+        declaredManifestKind(url: url, source: source) != nil || readsToTellManifest(request, size: size)
+    }
+
+    /// The kind the origin's type or the URL's name says.
+    private static func declaredManifestKind(url: String, source: RemoteSource) -> String? {
         let type = source.contentType?.lowercased() ?? ""
         let path = URL(string: url)?.path.lowercased() ?? ""
         if type.contains("mpegurl") || path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") {
             return StreamingManifest.hls
         }
         if type.contains("dash+xml") || path.hasSuffix(".mpd") { return StreamingManifest.dash }
-        guard size >= 7, size <= HLSRewriter.maximumSize, (RangeHeader.firstByte(request.headers["range"]) ?? 0) == 0
-        else { return nil }
-        return StreamingManifest.kind(
-            ofText: String(decoding: try Service.read(source, count: Int(min(size, 1024))), as: UTF8.self))
+        return nil
+    }
+
+    /// A resource small enough to be a playlist, read from its start: its first bytes tell.
+    private static func readsToTellManifest(_ request: HTTPRequest, size: Int64) -> Bool {
+        size >= 7 && size <= HLSRewriter.maximumSize && (RangeHeader.firstByte(request.headers["range"]) ?? 0) == 0
     }
 
     /// The playlist, whole (a `Range` is not honoured: playlists are small and rewritten), with its

@@ -11,6 +11,10 @@ import Synchronization
 /// short read and asks again — never with wrong bytes. An origin that cannot be reached gets the
 /// player what is cached and no promise more (`promisable`): a range from a cached byte is
 /// answered to the end of its cached run, one from a byte not cached with a 502 or 504.
+///
+/// A range wholly cached is answered on the server's event loop and sent from the data file by
+/// `sendfile`; anything that may wait (a fetch, a probe, a playlist) throws `MustWait` there and
+/// is answered again on a worker (`HTTPRequest.mayWait`).
 extension Service {
     func stream(_ request: HTTPRequest) throws -> HTTPResponse {
         let url = try originURL(request)
@@ -30,7 +34,10 @@ extension Service {
             throw APIError.forbidden("only http and https origins may be streamed")
         }
         // The first byte the player wants tells the size, and pins the version the headers name.
-        let size = try sizeAndFirstByte(request.headers["range"], source: source)
+        let size = try sizeAndFirstByte(request, source: source)
+        if !request.mayWait, Service.mayBeManifest(request, url: url, source: source, size: size) {
+            throw MustWait()
+        }
         if let kind = try manifestKind(request, url: url, source: source, size: size) {
             return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
         }
@@ -64,11 +71,19 @@ extension Service {
         }
         // The player said where it stops: readahead goes no further.
         source.limitReadahead(to: part.upperBound)
-        part = promisable(part, of: source, url: url, token: token)
+        part = try promisable(part, of: source, url: url, token: token, mayWait: request.mayWait)
         let status = wanted == .whole && part.count == size ? 200 : 206
         if status == 206 {
             headers.append(("Content-Range", "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(size)"))
         }
+        if request.method != "HEAD", !part.isEmpty, let stored = try source.storedFile(part) {
+            // Cached whole: the kernel sends it from the data file, whose descriptor (and its
+            // lock against eviction) the response holds until it is sent.
+            let body = FileBody(fd: stored.fd, offset: part.lowerBound, length: Int64(part.count))
+            return HTTPResponse(status: status, headers: headers, body: .file(body))
+        }
+        // A body read from an origin waits; HEAD's is never read.
+        if !request.mayWait && request.method != "HEAD" { throw MustWait() }
         // For HEAD libmicrohttpd sends the length of a body it does not read.
         let body = ProxyStream(
             source: request.method == "HEAD" ? nil : source, range: part, token: token,
@@ -98,7 +113,8 @@ extension Service {
     /// The size, after reading the first byte the `Range` header asks for (byte 0 without one, or
     /// when the size is unknown and the header counts from the end): so that the request's own
     /// first bytes are what the first fetch brings, and the version of that byte is pinned.
-    private func sizeAndFirstByte(_ range: String?, source: RemoteSource) throws -> Int64 {
+    private func sizeAndFirstByte(_ request: HTTPRequest, source: RemoteSource) throws -> Int64 {
+        let range = request.headers["range"]
         var first = RangeHeader.firstByte(range) ?? 0
         if let known = source.knownSize {
             switch RangeHeader(range, size: known) {
@@ -107,8 +123,10 @@ extension Service {
             case .unsatisfiable: return known  // a 416: no body to pin a version for
             }
             if known == 0 { return 0 }
+        } else if !request.mayWait {
+            throw MustWait()
         }
-        try readByte(at: first, of: source)
+        try readByte(at: first, of: source, mayWait: request.mayWait)
         if let size = try source.size() { return size }
         throw APIError(status: 502, code: "origin_error", message: "\(source.input) did not say how long it is")
     }
@@ -121,11 +139,12 @@ extension Service {
     /// run before the headers go out: one small request and one round trip more for a range that
     /// is partly cached, the price of knowing.
     private func promisable(
-        _ part: Range<Int64>, of source: RemoteSource, url: String, token: Cancellation
-    ) -> Range<Int64> {
+        _ part: Range<Int64>, of source: RemoteSource, url: String, token: Cancellation, mayWait: Bool
+    ) throws -> Range<Int64> {
         guard let gap = source.missingRanges(in: part).first?.lowerBound, gap > part.lowerBound,
             !source.isFetching(gap), !recentAnswers.isFresh(url)
         else { return part }
+        if !mayWait { throw MustWait() }
         switch probe(url, at: gap, token: token) {
         case .answered:
             recentAnswers.answered(url)
@@ -169,9 +188,16 @@ extension Service {
         }
     }
 
-    private func readByte(at offset: Int64, of source: RemoteSource) throws {
+    /// Reads the byte at `offset`, fetching it if it must and may (`MustWait` if it may not).
+    private func readByte(at offset: Int64, of source: RemoteSource, mayWait: Bool) throws {
         var byte: UInt8 = 0
-        _ = try withUnsafeMutableBytes(of: &byte) { try source.read(into: $0, at: offset) }
+        try withUnsafeMutableBytes(of: &byte) { buffer in
+            if mayWait {
+                _ = try source.read(into: buffer, at: offset)
+            } else if try source.readStored(into: buffer, at: offset) == nil {
+                throw MustWait()
+            }
+        }
     }
 
     fileprivate func streamEnded(_ stream: ProxyStream) {
@@ -182,7 +208,8 @@ extension Service {
 /// The body of one proxied response: `range` of the source, read in order. The source's
 /// reader token is this response's: when the player goes away, fetches only it needed stop.
 final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
-    // `next` is touched only by the connection's thread (reads are in order).
+    // `next` is touched by one call at a time: the event loop's, or the worker's while the
+    // connection is set aside (the server's suspend and resume order them).
     private let source: RemoteSource?
     private let range: Range<Int64>
     private var next: Int64
@@ -202,15 +229,29 @@ final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
         self.onClose = onClose
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    func readReady(into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
         guard let source, next < range.upperBound else { return 0 }
-        if closed.load(ordering: .relaxed) || token.isCancelled { throw FetchError.cancelled(url: source.input) }
+        try checkOpen(source)
         let want = Int(min(Int64(buffer.count), range.upperBound - next))
-        let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: next)
+        guard let n = try source.readStored(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: next)
+        else { return nil }
         // The resource ended before the range the headers promised: end short, never pad.
         guard n > 0 else { throw SourceError.inconsistentOrigin(input: source.input, detail: "ended at byte \(next)") }
         next += Int64(n)
         return n
+    }
+
+    func waitUntilReady(wanted: Int) throws {
+        guard let source, next < range.upperBound else { return }
+        try checkOpen(source)
+        let want = Int(min(Int64(wanted), range.upperBound - next))
+        guard try source.awaitBytes(at: next, count: want) else {
+            throw SourceError.inconsistentOrigin(input: source.input, detail: "ended at byte \(next)")
+        }
+    }
+
+    private func checkOpen(_ source: RemoteSource) throws {
+        if closed.load(ordering: .relaxed) || token.isCancelled { throw FetchError.cancelled(url: source.input) }
     }
 
     func close() {
@@ -229,3 +270,7 @@ extension RangeHeader {
         return Int64(spec[..<dash].trimmingCharacters(in: .whitespaces))
     }
 }
+
+/// Thrown by a handler asked on the event loop (`HTTPRequest.mayWait` false) at the point where
+/// it would wait: the request is then answered on a worker.
+struct MustWait: Error {}

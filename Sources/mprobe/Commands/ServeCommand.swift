@@ -11,7 +11,8 @@ enum ServeCommand: OptionCommand {
                             [--public-host NAME[:PORT]]... [--allow-origin ORIGIN]...
                             [--allow-host HOST[:PORT]]... [--header-for HOST 'Name: value']...
                             [--location-trusted HOST]... [--cache-dir DIR] [--max-cache-size SIZE]
-                            [--workers N] [--max-connections-per-client N] [--timeout SECONDS] [--cacert FILE]
+                            [--workers N] [--max-connections N] [--max-connections-per-client N]
+                            [--timeout SECONDS] [--cacert FILE]
         """
     static let about = """
         Serves, over HTTP:
@@ -84,6 +85,14 @@ enum ServeCommand: OptionCommand {
             """),
         Option("workers", .value("N"), "jobs run at once (default 2)"),
         Option(
+            "max-connections", .value("N"),
+            """
+            connections held at once, idle players and slow clients included (default
+            16384; more are answered 503). Each costs a file descriptor and a few KiB,
+            not a thread: serve raises its descriptor limit to twice this, or lowers
+            this to fit the limit it may have, saying so
+            """),
+        Option(
             "max-connections-per-client", .value("N"),
             """
             connections one client address may hold at once (default 64; 0 for no
@@ -132,6 +141,11 @@ enum ServeCommand: OptionCommand {
             }
             config.limits.maxConnectionsPerClient = n
         }
+        if let n = try args.integer("max-connections") {
+            guard (1...1_000_000).contains(n) else { throw UsageError("--max-connections needs 1...1000000, got \(n)") }
+            config.limits.maxConnections = n
+        }
+        config.limits.maxConnections = descriptorsFor(connections: config.limits.maxConnections)
         // Before fetchOptions(), which would read (and so accept) headers for every host.
         let headers = try originHeaders(args, options)
         config.fetchOptions = try options.fetchOptions()
@@ -168,6 +182,30 @@ enum ServeCommand: OptionCommand {
         Console.writeStderr("mprobe: stopping\n")
         service.stop(grace: 5)
         return .success
+    }
+
+    /// Raises the process's descriptor limit to what `connections` need (each holds its socket
+    /// and, while a cached range is sent, a descriptor of the data file; then room for the cache,
+    /// origins and refused connections), or as near as it may; returns the connections that fit.
+    static func descriptorsFor(connections: Int) -> Int {
+        let room = HTTPServer.refusalRoom + 2048
+        let needed = rlim_t(2 * connections + room)
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard limit.rlim_cur < needed else { return connections }
+        // Only a privileged process may raise the hard limit; any may raise the soft one to it.
+        var raised = rlimit(rlim_cur: needed, rlim_max: max(limit.rlim_max, needed))
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 {
+            raised = rlimit(rlim_cur: min(needed, limit.rlim_max), rlim_max: limit.rlim_max)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised)
+        }
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard limit.rlim_cur < needed else { return connections }
+        let fitting = max(16, (Int(limit.rlim_cur) - room) / 2)
+        Console.writeStderr(
+            "mprobe: the descriptor limit is \(limit.rlim_cur) (ulimit -n), so serve holds \(fitting) connections at most, "
+                + "not \(connections)\n")
+        return fitting
     }
 
     /// The headers the service sends to origins, each for the hosts named for it: the config's
