@@ -1,44 +1,135 @@
 #!/usr/bin/env bash
-# Load benchmark of `mprobe serve`'s range proxy, beside nginx serving the same file, on loopback.
+# `mprobe serve`'s range proxy beside the caches a platform would otherwise put in front of its
+# players, all on loopback in one run, peers and mprobe interleaved, REPEATS times:
 #
-#  1. Cached ranges: wrk with CONNECTIONS connections for SECONDS, each request a random 256 KiB
-#     range of a 200 MB file, through the proxy (cache warm) and straight from nginx. Requests/s,
-#     MB/s, p50/p99 latency, errors, and the proxy's peak RSS; the proxy as a ratio of nginx.
-#  2. Cold players: PLAYERS players start at once on one uncached URL and read its first 64 MB
-#     through the proxy; the bytes nginx sent against the 64 MB they all read (shared fetches).
+#   nginx      nginx serving the file from disk (sendfile), 2 workers: the floor
+#   slice      nginx with `slice 1m` + `proxy_cache` + `proxy_cache_lock`, in front of the origin
+#   varnish    Varnish (Debian's), malloc storage, in front of the origin
+#   mprobe     mprobe serve --cache-dir, in front of the origin
 #
-# Usage: bench/serve.sh [SECONDS=10] [CONNECTIONS=50] [PLAYERS=20]
+#  1. Warm: wrk with 50, 200 and 2,000 connections for SECONDS, each request a random closed
+#     256 KiB range of a 160 MB file every cache already holds whole. Requests/s, p99, errors.
+#  2. One cold reader: the whole file through a cache that has none of it (a new URL each run):
+#     seconds, and the requests and bytes the origin served.
+#  3. 20 cold readers of one new URL at once, each reading the whole file: bytes from the origin
+#     against the file's size, the slowest time to first byte, and the wall time.
+#  4. mprobe alone: 10,000 open connections (5,000 idle after a /healthz, 5,000 stalled on a
+#     4 MiB cached range they never read, bench/hold.py): its RSS, and /healthz's latency meanwhile.
+#
+# Prints a table per part with each run and mprobe's ratios to the peers in the same repeat.
+# Usage: bench/serve.sh [SECONDS=5] [REPEATS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 bench_prepare
-SECONDS_RUN=${1:-10}
-CONNECTIONS=${2:-50}
-PLAYERS=${3:-20}
-command -v wrk >/dev/null || { echo "bench/serve.sh needs wrk (apt-get install wrk)" >&2; exit 1; }
+SECONDS_RUN=${1:-5}
+REPEATS=${2:-3}
+for tool in wrk varnishd nginx curl; do
+    command -v "$tool" >/dev/null || { echo "bench/serve.sh needs $tool (scripts/deps.sh installs it)" >&2; exit 1; }
+done
+ulimit -n "$(ulimit -Hn)"
 
 WORK=$(mktemp -d /tmp/mprobe-serve-bench.XXXXXX)
-SERVE_PID=""
-trap 'bench_stop_nginx; [ -n "$SERVE_PID" ] && kill $SERVE_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/www"
-SIZE=$((200 * 1024 * 1024))
-head -c "$SIZE" /dev/urandom > "$WORK/www/big.bin"
-cp "$WORK/www/big.bin" "$WORK/www/cold.bin"
-bench_start_nginx "$WORK/www" "$WORK/nginx"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    bench_stop_nginx
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 
-# wrk's connections all come from one address, which the service would hold to 64 at once.
-"$M" serve --listen 127.0.0.1:0 --cache-dir "$WORK/cache" --allow-host "127.0.0.1:$NGINX_PORT" \
-    --max-cache-size 2G --max-connections-per-client 0 2> "$WORK/serve.log" &
+mkdir -p "$WORK/www"
+SIZE=$((160 * 1000 * 1000))
+head -c "$SIZE" /dev/urandom > "$WORK/www/big.bin"
+# Cold runs each read a URL no cache has seen: hard links, the same bytes under new names.
+for server in slice varnish mprobe; do
+    for rep in $(seq "$REPEATS"); do
+        ln "$WORK/www/big.bin" "$WORK/www/one-$server-$rep.bin"
+        ln "$WORK/www/big.bin" "$WORK/www/many-$server-$rep.bin"
+    done
+done
+bench_start_nginx "$WORK/www" "$WORK/origin" # the origin, whose log counts what the caches fetch
+ORIGIN="http://127.0.0.1:$NGINX_PORT"
+
+# nginx serving the file itself.
+FILE_PORT=$(free_port)
+mkdir -p "$WORK/file"
+cat > "$WORK/file/nginx.conf" <<CONF
+user $(id -un); worker_processes 2; worker_rlimit_nofile 20000; daemon off; pid $WORK/file/nginx.pid; error_log $WORK/file/error.log;
+events { worker_connections 8192; }
+http {
+  sendfile on; keepalive_requests 1000000; keepalive_timeout 60s; access_log off;
+  server { listen 127.0.0.1:$FILE_PORT; root $WORK/www; }
+}
+CONF
+nginx -p "$WORK/file" -c "$WORK/file/nginx.conf" -e "$WORK/file/error.log" &
+PIDS+=($!)
+
+# nginx slicing and caching the origin, with one fetch per slice however many wait for it.
+SLICE_PORT=$(free_port)
+mkdir -p "$WORK/slice/cache"
+cat > "$WORK/slice/nginx.conf" <<CONF
+user $(id -un); worker_processes 2; worker_rlimit_nofile 20000; daemon off; pid $WORK/slice/nginx.pid; error_log $WORK/slice/error.log;
+events { worker_connections 8192; }
+http {
+  sendfile on; keepalive_requests 1000000; keepalive_timeout 60s; access_log off;
+  proxy_cache_path $WORK/slice/cache levels=1:2 keys_zone=media:64m max_size=4g inactive=1h use_temp_path=off;
+  upstream origin { server 127.0.0.1:$NGINX_PORT; keepalive 32; }
+  server {
+    listen 127.0.0.1:$SLICE_PORT;
+    location / {
+      slice 1m;
+      proxy_cache media; proxy_cache_key \$uri\$slice_range; proxy_set_header Range \$slice_range;
+      proxy_cache_valid 200 206 1h; proxy_cache_lock on; proxy_cache_lock_timeout 60s;
+      proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_pass http://origin;
+    }
+  }
+}
+CONF
+nginx -p "$WORK/slice" -c "$WORK/slice/nginx.conf" -e "$WORK/slice/error.log" &
+PIDS+=($!)
+
+# Varnish, objects in memory (as Debian configures it), cached for an hour.
+VARNISH_PORT=$(free_port)
+mkdir -p "$WORK/varnish"
+cat > "$WORK/varnish/default.vcl" <<VCL
+vcl 4.1;
+backend origin { .host = "127.0.0.1"; .port = "$NGINX_PORT"; }
+sub vcl_backend_response { set beresp.ttl = 1h; }
+VCL
+varnishd -F -j none -n "$WORK/varnish/run" -a "127.0.0.1:$VARNISH_PORT" -f "$WORK/varnish/default.vcl" \
+    -s malloc,2G -p thread_pool_max=5000 > "$WORK/varnish/log" 2>&1 &
+PIDS+=($!)
+
+"$M" serve --listen 127.0.0.1:0 --cache-dir "$WORK/mprobe" --allow-host "127.0.0.1:$NGINX_PORT" \
+    --max-cache-size 8G --max-connections-per-client 0 2> "$WORK/serve.log" &
 SERVE_PID=$!
+PIDS+=($SERVE_PID)
 for _ in $(seq 100); do grep -q "serving on" "$WORK/serve.log" && break; sleep 0.1; done
 SERVE_PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$WORK/serve.log" | grep -o '[0-9]*$')
-ORIGIN="http://127.0.0.1:$NGINX_PORT"
-enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
-PROXY_BIG="http://127.0.0.1:$SERVE_PORT/v1/stream?url=$(enc "$ORIGIN/big.bin")"
-PROXY_COLD="http://127.0.0.1:$SERVE_PORT/v1/stream?url=$(enc "$ORIGIN/cold.bin")"
+for port in "$FILE_PORT" "$SLICE_PORT" "$VARNISH_PORT"; do
+    for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && break; sleep 0.1; done
+done
 
-# Warm the cache with the whole file, and check it is the origin's.
-curl -s "$PROXY_BIG" | cmp - "$WORK/www/big.bin"
+url_of() { # SERVER PATH -> the URL a player asks that server for PATH
+    case "$1" in
+        nginx) echo "http://127.0.0.1:$FILE_PORT/$2" ;;
+        slice) echo "http://127.0.0.1:$SLICE_PORT/$2" ;;
+        varnish) echo "http://127.0.0.1:$VARNISH_PORT/$2" ;;
+        mprobe) echo "http://127.0.0.1:$SERVE_PORT/v1/stream?url=$(enc "$ORIGIN/$2")" ;;
+    esac
+}
+
+# Every cache holds the whole file, and gives it back exact.
+for server in nginx slice varnish mprobe; do
+    curl -s "$(url_of "$server" big.bin)" | cmp - "$WORK/www/big.bin" ||
+        { echo "$server does not give the file's bytes:" >&2; cat "$WORK"/*/error.log "$WORK/varnish/log" >&2; exit 1; }
+    curl -s "$(url_of "$server" big.bin)" -o /dev/null
+done
 
 cat > "$WORK/ranges.lua" <<LUA
 math.randomseed(42)
@@ -48,51 +139,135 @@ request = function()
   return wrk.format("GET", nil, { ["Range"] = "bytes=" .. start .. "-" .. (start + span - 1) })
 end
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %.1f %.2f %.2f %d %d\n", summary.requests / (summary.duration / 1e6),
-    summary.bytes / (summary.duration / 1e6) / 1e6, latency:percentile(50) / 1000, latency:percentile(99) / 1000,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout,
-    summary.requests))
+  io.write(string.format("RESULT %.1f %.2f %.2f %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
 end
 LUA
+RESULTS="$WORK/results"
+: > "$RESULTS"
 
-peak_rss() { awk '/VmHWM/ { print $2 }' "/proc/$SERVE_PID/status"; }
-load() { # URL -> "req/s MB/s p50ms p99ms errors requests"
-    wrk -t 2 -c "$CONNECTIONS" -d "${SECONDS_RUN}s" --latency -s "$WORK/ranges.lua" "$1" | awk '/^RESULT/ { $1 = ""; print }'
+echo "warm ranges ($SECONDS_RUN s each, $REPEATS repeats)..." >&2
+for rep in $(seq "$REPEATS"); do
+    for connections in 50 200 2000; do
+        for server in nginx slice varnish mprobe; do
+            line=$(wrk -t 2 -c "$connections" -d "${SECONDS_RUN}s" --timeout 10s --latency -s "$WORK/ranges.lua" \
+                "$(url_of "$server" big.bin)" | awk '/^RESULT/ { $1 = ""; print }')
+            echo "warm $connections $server $rep $line" >> "$RESULTS"
+        done
+    done
+done
+RSS_WARM=$(awk '/VmHWM/ { print $2 }' "/proc/$SERVE_PID/status")
+
+origin_count() { # PATH -> "requests bytes" the origin served for PATH since its log was emptied
+    awk -v p="/$1" '$4 == p { n++; s += $(NF-1) } END { print n + 0, s + 0 }' "$NGINX_LOG"
 }
 
-read -r n_rps n_mbs n_p50 n_p99 n_err n_req <<< "$(load "$ORIGIN/big.bin")"
-read -r p_rps p_mbs p_p50 p_p99 p_err p_req <<< "$(load "$PROXY_BIG")"
-rss_kib=$(peak_rss)
-ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+echo "cold readers..." >&2
+for rep in $(seq "$REPEATS"); do
+    for server in slice varnish mprobe; do
+        : > "$NGINX_LOG"
+        t=$(curl -s -o /dev/null -w '%{time_total}' "$(url_of "$server" "one-$server-$rep.bin")")
+        sleep 0.3 # nginx logs a request once its connection has sent it
+        echo "one $server $rep $t $(origin_count "one-$server-$rep.bin")" >> "$RESULTS"
 
-echo "## Range proxy under load: $CONNECTIONS connections, random 256 KiB ranges of a cached 200 MB file, ${SECONDS_RUN} s"
-echo
-echo "| server | requests/s | MB/s | p50 ms | p99 ms | errors | requests |"
-echo "|---|---|---|---|---|---|---|"
-echo "| nginx (direct) | $n_rps | $n_mbs | $n_p50 | $n_p99 | $n_err | $n_req |"
-echo "| mprobe serve (/v1/stream) | $p_rps | $p_mbs | $p_p50 | $p_p99 | $p_err | $p_req |"
-echo "| proxy ÷ nginx | $(ratio "$p_rps" "$n_rps") | $(ratio "$p_mbs" "$n_mbs") | | | | |"
-echo
-echo "Peak RSS of mprobe serve: $((rss_kib / 1024)) MiB."
-echo
-
-# Cold players: everyone reads the first 64 MB of an uncached URL at once.
-: > "$NGINX_LOG"
-READ=$((64 * 1024 * 1024))
-t0=$(date +%s.%N)
-pids=()
-for i in $(seq "$PLAYERS"); do
-    curl -s -H "Range: bytes=0-$((READ - 1))" "$PROXY_COLD" -o "$WORK/player-$i" &
-    pids+=($!)
+        : > "$NGINX_LOG"
+        target=$(url_of "$server" "many-$server-$rep.bin")
+        readers=()
+        t0=$(date +%s.%N)
+        for i in $(seq 20); do
+            curl -s -o "$WORK/out-$i" -w '%{time_starttransfer}\n' "$target" > "$WORK/ttfb-$i" &
+            readers+=($!)
+        done
+        wait "${readers[@]}" || true
+        t1=$(date +%s.%N)
+        sleep 0.3
+        right=0
+        for i in $(seq 20); do cmp -s "$WORK/out-$i" "$WORK/www/big.bin" && right=$((right + 1)); done
+        rm -f "$WORK"/out-*
+        ttfb=$(cat "$WORK"/ttfb-* | sort -g | tail -1)
+        echo "many $server $rep $(python3 -c "print(f'{$t1 - $t0:.2f}')") $ttfb $right $(origin_count "many-$server-$rep.bin")" >> "$RESULTS"
+    done
 done
-wait "${pids[@]}"
-t1=$(date +%s.%N)
-sleep 0.5
-ok=0
-for i in $(seq "$PLAYERS"); do cmp -s -n "$READ" "$WORK/player-$i" "$WORK/www/cold.bin" && [ "$(stat -c %s "$WORK/player-$i")" = "$READ" ] && ok=$((ok + 1)); done
-sent=$(bench_log_bytes)
-echo "## $PLAYERS players starting cold on one uncached URL (first 64 MB each)"
-echo
-echo "| players with every byte right | bytes nginx sent | bytes they read (distinct) | origin ÷ distinct | wall s |"
-echo "|---|---|---|---|---|"
-echo "| $ok / $PLAYERS | $sent | $READ | $(ratio "$sent" "$READ") | $(python3 -c "print(f'{$t1 - $t0:.2f}')") |"
+
+echo "10,000 connections..." >&2
+RSS_BEFORE=$(awk '/VmRSS/ { print $2 }' "/proc/$SERVE_PID/status")
+STALLED="/v1/stream?url=$(enc "$ORIGIN/big.bin")|bytes=0-4194303"
+mkfifo "$WORK/hold-in"
+python3 bench/hold.py "$SERVE_PORT" 5000 5000 "$STALLED" < "$WORK/hold-in" > "$WORK/hold-out" &
+HOLD_PID=$!
+exec 9> "$WORK/hold-in"
+for _ in $(seq 1200); do grep -q "^held" "$WORK/hold-out" && break; sleep 0.1; done
+HELD=$(grep "^held" "$WORK/hold-out" || echo "held 0")
+for i in $(seq 200); do
+    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$SERVE_PORT/healthz"
+done > "$WORK/healthz"
+RSS_HELD=$(awk '/VmRSS/ { print $2 }' "/proc/$SERVE_PID/status")
+THREADS_HELD=$(awk '/Threads/ { print $2 }' "/proc/$SERVE_PID/status")
+exec 9>&-
+wait "$HOLD_PID" || true
+ALIVE=$(grep "^alive" "$WORK/hold-out" || echo "alive ?")
+
+python3 - "$RESULTS" "$SIZE" "$SECONDS_RUN" "$REPEATS" <<PY
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+size, seconds, repeats = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+servers = ["nginx", "slice", "varnish", "mprobe"]
+def span(values, fmt="{:.0f}"):
+    values = sorted(values)
+    return fmt.format(values[0]) if len(values) == 1 else fmt.format(values[0]) + "–" + fmt.format(values[-1])
+print(f"## Warm: random closed 256 KiB ranges of a cached 160 MB file, {seconds} s per run, {repeats} repeats")
+print()
+print("| connections | nginx (file) req/s | nginx slice req/s | Varnish req/s | mprobe req/s | mprobe ÷ nginx | mprobe ÷ Varnish | p99 ms nginx / slice / Varnish / mprobe | p99 mprobe ÷ nginx | errors (mprobe) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for c in ["50", "200", "2000"]:
+    by = {s: {r[3]: r for r in rows if r[0] == "warm" and r[1] == c and r[2] == s} for s in servers}
+    reps = sorted(by["mprobe"])
+    rps = {s: [float(by[s][k][4]) for k in reps] for s in servers}
+    p99 = {s: [float(by[s][k][6]) for k in reps] for s in servers}
+    vs_nginx = [m / n for m, n in zip(rps["mprobe"], rps["nginx"])]
+    vs_varnish = [m / v for m, v in zip(rps["mprobe"], rps["varnish"])]
+    p99_ratio = [m / n for m, n in zip(p99["mprobe"], p99["nginx"])]
+    errors = sum(int(by["mprobe"][k][7]) for k in reps)
+    peer_errors = {s: sum(int(by[s][k][7]) for k in reps) for s in servers}
+    print(f"| {c} | " + " | ".join(span(rps[s]) for s in servers)
+          + f" | {span(vs_nginx, '{:.2f}')} | {span(vs_varnish, '{:.2f}')} | "
+          + " / ".join(f"{statistics.median(p99[s]):.1f}" for s in servers)
+          + f" | {span(p99_ratio, '{:.2f}')} | {errors} (peers: " + ", ".join(f"{peer_errors[s]}" for s in servers[:3]) + ") |")
+print()
+print(f"## One cold reader of the whole file (a URL new to each cache), {repeats} repeats")
+print()
+print("| cache | seconds | origin requests | origin bytes ÷ size |")
+print("|---|---|---|---|")
+for s in servers[1:]:
+    rs = [r for r in rows if r[0] == "one" and r[1] == s]
+    print(f"| {s} | {span([float(r[3]) for r in rs], '{:.2f}')} | {span([int(r[4]) for r in rs])} | "
+          f"{span([int(r[5]) / size for r in rs], '{:.2f}')} |")
+one = {s: [float(r[3]) for r in rows if r[0] == "one" and r[1] == s] for s in servers}
+print()
+print("mprobe ÷ Varnish, seconds: " + span([m / v for m, v in zip(one["mprobe"], one["varnish"])], "{:.2f}"))
+print()
+print(f"## 20 cold readers of one new URL at once, each reading the whole file, {repeats} repeats")
+print()
+print("| cache | wall seconds | slowest time to first byte, ms | readers with every byte right | origin requests | origin bytes ÷ size |")
+print("|---|---|---|---|---|---|")
+for s in servers[1:]:
+    rs = [r for r in rows if r[0] == "many" and r[1] == s]
+    print(f"| {s} | {span([float(r[3]) for r in rs], '{:.2f}')} | {span([1000 * float(r[4]) for r in rs])} | "
+          f"{span([int(r[5]) for r in rs])} / 20 | {span([int(r[6]) for r in rs])} | {span([int(r[7]) / size for r in rs], '{:.2f}')} |")
+PY
+
+python3 - "$WORK/healthz" "$RSS_BEFORE" "$RSS_HELD" "$RSS_WARM" "$HELD" "$ALIVE" "$THREADS_HELD" <<'PY'
+import sys
+times = sorted(float(t) * 1000 for t in open(sys.argv[1]))
+before, held, warm = (int(v) // 1024 for v in sys.argv[2:5])
+pick = lambda q: times[min(len(times) - 1, int(q * len(times)))]
+print()
+print("## mprobe serve holding 10,000 connections (5,000 idle, 5,000 stalled on a 4 MiB cached range)")
+print()
+print("| connections held | still open at the end | RSS before, MiB | RSS holding them, MiB | threads | /healthz p50 ms | p99 ms | max ms |")
+print("|---|---|---|---|---|---|---|---|")
+print(f"| {sys.argv[5].split()[1]} | {sys.argv[6].split()[1]} | {before} | {held} | {sys.argv[7]} | {pick(0.5):.1f} | {pick(0.99):.1f} | {times[-1]:.1f} |")
+print()
+print(f"Peak RSS of mprobe serve through the warm runs (2,000 connections included): {warm} MiB.")
+PY

@@ -11,7 +11,7 @@ MPROBE_DEB_PACKAGES=(
     sqlite3                                    # tests write impossible index records with it
     time python3 python3-pip                   # bench/fuzz.sh (run by the tests too): peak RSS, the mutator; pip for PyPI below
     tinyproxy                                  # tests of requests through a forward proxy
-    wrk                                        # bench/serve.sh
+    wrk varnish                                # bench/serve.sh: the load, and a peer cache
     chromium                                   # the dashboard's and the player matrix's tests: a real browser, headless
     mpv vlc-bin vlc-plugin-base                # the player matrix: real players play prefetched windows offline
     gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav

@@ -120,7 +120,8 @@ public final class RemoteSource: MediaSource {
         try readStored(into: buffer, at: offset, fetched: false)
     }
 
-    private func readStored(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, fetched: Bool) throws -> Int? {
+    private func readStored(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, fetched: Bool) throws -> Int?
+    {
         precondition(offset >= 0, "negative offset")
         // No origin may claim a size past this, so nothing is there (and offsets stay far from overflow).
         guard buffer.count > 0, offset < ResponseInfo.maxResourceSize else { return 0 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Support
 import Synchronization
 
@@ -47,6 +48,8 @@ public final class CacheEntry: RangeStore {
     private let state: BlockingLock<State>
     /// Held through a commit (`commit`).
     private let commits = BlockingLock(())
+    /// A commit `write` asked for is queued and has not begun.
+    private let commitQueued = Atomic<Bool>(false)
 
     init(cache: ByteCache, key: String, url: String) throws {
         self.cache = cache
@@ -264,8 +267,20 @@ public final class CacheEntry: RangeStore {
             s.pendingBytes += Int64(bytes.count)
             return true
         }
-        if due && recorded { try commit() }
+        if due && recorded { commitSoon() }
         return recorded
+    }
+
+    /// Commits on another thread, so that the writer (a fetch at the origin's speed) does not
+    /// wait for `fdatasync`. A failure leaves the bytes pending for the next commit, as the
+    /// fetch's timer does; the fetch's own last commit, which it waits for, reports failures.
+    private func commitSoon() {
+        guard !commitQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            guard let self else { return }
+            commitQueued.store(false, ordering: .releasing)
+            try? commit()
+        }
     }
 
     /// Makes the pending bytes durable and records them. The bytes stay readable throughout (as

@@ -30,6 +30,11 @@ public final class Service: Sendable {
     let streams = Atomic<Int>(0)
     /// Origins that answered a probe of the range proxy a moment ago, by URL.
     let recentAnswers = RecentAnswers()
+    /// `Service.mediaType` of the origins' `Content-Type`s, the routes of paths, and origin URLs
+    /// found admissible (`checkOrigin`): asked again on every request of a player.
+    let mediaTypes = Memo<String>(limit: 256)
+    private let routesOfPaths = Memo<(Route, Route.Parameters)?>()
+    private let admittedOrigins = Memo<Bool>()
     /// Probes running now, against `ServiceLimits.maxConcurrentProbes`.
     let probes = Atomic<Int>(0)
     /// Playlists being rewritten now, against `ServiceLimits.maxConcurrentPlaylists`.
@@ -128,8 +133,7 @@ public final class Service: Sendable {
                     "this service does not answer to the host \(Service.loggable(String((request.headers["host"] ?? "").prefix(200)))); "
                     + "give it with --public-host NAME")
         }
-        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard let (route, parameters) = Service.route(for: parts) else {
+        guard let (route, parameters) = routeOf(request.path) else {
             throw APIError.notFound("no such endpoint: \(request.method) \(request.path)")
         }
         try admit(request, to: route)
@@ -267,6 +271,13 @@ public final class Service: Sendable {
     }
 
     func checkOrigin(_ url: String) throws {
+        _ = try admittedOrigins.value(for: url) { url in
+            try checkUnremembered(url)
+            return true
+        }
+    }
+
+    private func checkUnremembered(_ url: String) throws {
         if URLText.withoutUserinfo(url) != url {
             throw APIError.badRequest(
                 "credentials in URLs are not accepted by the service (they would be stored with jobs)")
@@ -284,7 +295,8 @@ public final class Service: Sendable {
     // MARK: Log and metrics
 
     private func completed(_ done: HTTPServer.Completed) {
-        let route = Service.routeName(done.path)
+        // The route's label: ids and file names folded, for the metrics.
+        let route = routeOf(done.path)?.0.label ?? "other"
         metrics.countRequest(
             route: route, status: done.status, proxiedBytes: route == "/v1/stream" ? done.bodyBytes : 0)
         // The token never reaches the log, URLs in the query are shown redacted, and nothing a
@@ -295,19 +307,23 @@ public final class Service: Sendable {
             }
         let path = Service.loggable(done.path)
         let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
+        // Written on every request: plain interpolation, not String(format:).
         log(
-            String(
-                format: "%@ %@ %d %lld B %.0f ms", Service.loggable(done.method), target, done.status, done.bodyBytes,
-                done.seconds * 1000))
+            "\(Service.loggable(done.method)) \(target) \(done.status) \(done.bodyBytes) B \(Int((done.seconds * 1000).rounded())) ms"
+        )
     }
 
     /// `text` with control characters (C0, DEL and C1: no terminal escape survives), spaces and
     /// `%` percent-encoded, for one log line.
     static func loggable(_ text: String) -> String {
+        // Most lines have nothing to escape: printable ASCII other than `%`, checked byte by byte.
+        if text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x25 }) { return text }
+        let hex = Array("0123456789ABCDEF".utf8)
         var out = ""
         for scalar in text.unicodeScalars {
             if scalar.value <= 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "%" {
-                out += String(format: "%%%02X", scalar.value)
+                out +=
+                    "%" + String(decoding: [hex[Int(scalar.value >> 4)], hex[Int(scalar.value & 0xF)]], as: UTF8.self)
             } else {
                 out.unicodeScalars.append(scalar)
             }
@@ -315,9 +331,11 @@ public final class Service: Sendable {
         return out
     }
 
-    /// The route a path belongs to, with ids and file names folded, for metrics labels.
-    static func routeName(_ path: String) -> String {
-        route(for: path.split(separator: "/").map(String.init))?.0.label ?? "other"
+    /// The route of `path` and its placeholders' values (`Service.route(for:)`), remembered.
+    private func routeOf(_ path: String) -> (Route, Route.Parameters)? {
+        routesOfPaths.value(for: path) {
+            Service.route(for: $0.split(separator: "/", omittingEmptySubsequences: true).map(String.init))
+        }
     }
 
     /// What `/metrics` and `/v1/health` show besides the counters `metrics` keeps, read now.

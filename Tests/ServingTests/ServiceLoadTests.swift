@@ -67,7 +67,9 @@ final class ServiceLoadTests: XCTestCase {
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         struct TooFewDescriptors: Error, CustomStringConvertible {
             let limit: rlim_t
-            var description: String { "10,000 connections (5,000 sending a file) need 16,384 descriptors here; the limit is \(limit) (ulimit -n)" }
+            var description: String {
+                "10,000 connections (5,000 sending a file) need 16,384 descriptors here; the limit is \(limit) (ulimit -n)"
+            }
         }
         guard limit.rlim_cur >= 16_384 else { throw TooFewDescriptors(limit: limit.rlim_cur) }
     }

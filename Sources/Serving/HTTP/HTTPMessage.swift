@@ -66,7 +66,11 @@ public final class FileBody: Sendable {
     }
 
     /// The descriptor, once: the caller closes it (or hands it on).
-    func take() -> Int32? { fd.withLock { d in defer { d = nil }; return d } }
+    func take() -> Int32? {
+        fd.withLock { d in
+            defer { d = nil }; return d
+        }
+    }
 
     deinit { if let fd = take() { close(fd) } }
 }

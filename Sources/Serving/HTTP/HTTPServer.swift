@@ -242,7 +242,11 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = {
     }
     if context.handedOff {
         // Taken back from the worker, which left its answer.
-        guard let answer = context.answer.withLock({ a in defer { a = nil }; return a }) else { return .YES }
+        guard
+            let answer = context.answer.withLock({ a in
+                defer { a = nil }; return a
+            })
+        else { return .YES }
         context.status = answer.status
         return queue(answer, on: connection, context: context, core: core)
     }

@@ -27,7 +27,10 @@ extension Service {
     /// The kind the origin's type or the URL's name says.
     private static func declaredManifestKind(url: String, source: RemoteSource) -> String? {
         let type = source.contentType?.lowercased() ?? ""
-        let path = URL(string: url)?.path.lowercased() ?? ""
+        // The path's end, without parsing the whole URL (this runs on every proxied request).
+        let beforeQuery = url.prefix { $0 != "?" && $0 != "#" }
+        let path = (beforeQuery.contains("%") ? beforeQuery.removingPercentEncoding ?? "" : String(beforeQuery))
+            .lowercased()
         if type.contains("mpegurl") || path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") {
             return StreamingManifest.hls
         }

@@ -49,7 +49,7 @@ extension Service {
         // served as bytes, unsniffed and sandboxed.
         var headers: [(String, String)] = [
             ("Accept-Ranges", "bytes"),
-            ("Content-Type", Service.mediaType(source.contentType)),
+            ("Content-Type", checkedMediaType(source.contentType)),
             ("X-Content-Type-Options", "nosniff"),
             ("Content-Security-Policy", "sandbox; default-src 'none'"),
         ]
@@ -90,6 +90,12 @@ extension Service {
             onClose: { [self] in streamEnded($0) })
         handedOver = true
         return HTTPResponse(status: status, headers: headers, body: .stream(length: Int64(part.count), body))
+    }
+
+    /// `mediaType(type)`, remembered.
+    private func checkedMediaType(_ type: String?) -> String {
+        guard let type else { return Service.mediaType(nil) }
+        return mediaTypes.value(for: type) { Service.mediaType($0) }
     }
 
     /// The media type of `type`, exactly parsed (`MediaType`), if it names media a player reads
@@ -258,16 +264,6 @@ final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         token.cancel()
         onClose(self)
-    }
-}
-
-extension RangeHeader {
-    /// The first byte a `Range` header asks for when it says it without knowing the size.
-    static func firstByte(_ header: String?) -> Int64? {
-        guard let header, header.lowercased().hasPrefix("bytes="), !header.contains(",") else { return nil }
-        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
-        guard let dash = spec.firstIndex(of: "-"), dash != spec.startIndex else { return nil }
-        return Int64(spec[..<dash].trimmingCharacters(in: .whitespaces))
     }
 }
 

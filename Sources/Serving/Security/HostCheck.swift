@@ -17,6 +17,9 @@ struct HostCheck: Sendable {
     private let listenHost: String
     private let listenPort: Int
     private let publicHosts: [Name]
+    /// The last `Host` header admitted: players send the same one on every request, so it is
+    /// answered without parsing it again.
+    private var lastAdmitted: String?
 
     /// `publicHosts` are `NAME`, `NAME:PORT` or `[v6]:PORT`; a malformed one is a configuration error.
     init(listenHost: String, port: Int, publicHosts: [String]) throws {
@@ -35,8 +38,15 @@ struct HostCheck: Sendable {
 
     /// Whether a request with this `Host` header is answered. A request without one is HTTP/1.0
     /// (libmicrohttpd refuses HTTP/1.1 without it), which no browser sends.
-    func admits(_ header: String?) -> Bool {
+    mutating func admits(_ header: String?) -> Bool {
         guard let header else { return true }
+        if header == lastAdmitted { return true }
+        guard isAdmitted(header) else { return false }
+        lastAdmitted = header
+        return true
+    }
+
+    private func isAdmitted(_ header: String) -> Bool {
         guard let name = HostCheck.parse(header) else { return false }
         if publicHosts.contains(where: { $0.host == name.host && ($0.port == nil || $0.port == name.port) }) {
             return true
