@@ -51,8 +51,8 @@ public protocol HTTPBodyStream: AnyObject, Sendable {
     func close()
 }
 
-/// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`) with no copy
-/// through the process. The descriptor is the response's to close; whoever takes it owns it.
+/// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`) when they fit
+/// one of libmicrohttpd's sendfile calls, else read from the page cache into its buffer. The descriptor is the response's to close; whoever takes it owns it.
 public final class FileBody: Sendable {
     private let fd: Mutex<Int32?>
     public let offset: Int64
@@ -63,6 +63,16 @@ public final class FileBody: Sendable {
         self.fd = Mutex(fd)
         self.offset = offset
         self.length = length
+    }
+
+    /// Copies up to `buffer.count` bytes from `position` of the body (pread); -1 on an error.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at position: Int64) -> Int {
+        let want = Int(min(Int64(buffer.count), length - position))
+        guard want > 0 else { return 0 }
+        return fd.withLock { fd in
+            guard let fd else { return -1 }
+            return pread(fd, buffer.baseAddress, want, off_t(offset + position))
+        }
     }
 
     /// The descriptor, once: the caller closes it (or hands it on).
@@ -80,7 +90,7 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// `length` bytes (nil: unknown, chunked) read from the stream.
         case stream(length: Int64?, HTTPBodyStream)
-        /// Bytes of a file, by `sendfile`.
+        /// Bytes of an open file (`FileBody`).
         case file(FileBody)
     }
 
