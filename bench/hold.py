@@ -8,7 +8,8 @@ IDLE connections each make one request for /healthz, read the whole answer and s
 given with its Range header after a '|': '/v1/stream?url=...|bytes=0-4194303') and read nothing,
 so the server holds a response it cannot send (a stalled player). Prints "held N" once all are
 open and the idle ones answered, then waits for its standard input to close, and prints
-"alive N": how many the server still held open at the end (none closed on its side).
+"alive N": how many the server still held at the end (an idle one not closed on its side, a
+stalled one answered 206 — a refused one gets its 503 and is closed).
 Exits 1 when a connection could not be made or an idle one was not answered 200.
 """
 import resource
@@ -48,8 +49,15 @@ def main():
     print(f"held {len(held)}", flush=True)
     sys.stdin.read()
     alive = 0
-    for s in held:
-        # Open on the server's side: nothing to read but its response (slow ones), no EOF.
+    for n, s in enumerate(held):
+        if n >= idle:
+            s.setblocking(False)
+            try:
+                alive += 1 if s.recv(12, socket.MSG_PEEK) == b"HTTP/1.1 206" else 0
+            except OSError:
+                pass
+            continue
+        # Open on the server's side: nothing to read, no EOF.
         poller = select.poll()
         poller.register(s, select.POLLIN)
         if not poller.poll(0):

@@ -359,8 +359,10 @@ public final class CacheEntry: RangeStore {
             present.formUnion(s.pending)
             return (s.file, present.coveredLength(from: range.lowerBound), s.generation, s.validators)
         }
-        guard let file, !range.isEmpty, length >= Int64(range.count) else { return nil }
-        return StoredFile(fd: try file.duplicateDescriptor(), generation: generation, validators: validators)
+        guard let file, !range.isEmpty, length >= Int64(range.count),
+            let fd = try file.duplicateDescriptor()
+        else { return nil }
+        return StoredFile(fd: fd, generation: generation, validators: validators)
     }
 
     public func recordRead(fromCache: Int64, fetched: Int64) {

@@ -103,9 +103,11 @@ final class DataFile: Sendable {
     }
 
     /// A second descriptor of the same open file (and so of its shared lock), for the caller to
-    /// close: the kernel sends a response's bytes from it.
-    func duplicateDescriptor() throws -> Int32 {
+    /// close: a response's bytes are sent from it. nil when the process has no descriptor left
+    /// (the caller reads through this one instead).
+    func duplicateDescriptor() throws -> Int32? {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        if copy < 0 && (errno == EMFILE || errno == ENFILE) { return nil }
         guard copy >= 0 else { throw CacheError.io(function: "fcntl", path: path, errno: errno) }
         return copy
     }

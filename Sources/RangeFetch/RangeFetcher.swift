@@ -129,6 +129,7 @@ public final class RangeFetcher: Sendable {
             let list = CurlStringList(lines + headers.map(\.line))
             try configure(easy, transfer: transfer, url: url, headers: list)
             code = withExtendedLifetime((transfer, list)) { easy.perform() }
+            transfer.handOverRest()
             requests += 1
             connections += Int64(easy.info(CURLINFO_NUM_CONNECTS))
             // A transfer that failed below HTTP (no address, a refused connection) can leave state

@@ -55,6 +55,14 @@ final class RangeTransfer {
     private(set) var refusedAddress: String?
     /// We stopped the transfer on purpose: a `200` body passed the end of what we need.
     private(set) var stoppedEarly = false
+    /// Body bytes received and not yet handed to `onData`, from `heldStart`. libcurl hands a body
+    /// over in 16 KiB pieces, and each hand-over is a write to the cache and a wake-up of every
+    /// reader waiting for it; so pieces are gathered, and handed over once `handOverSize` are
+    /// held, whenever libcurl polls the progress callback (after each batch it has read from the
+    /// socket, so a slow origin's bytes are not held back), and when the transfer ends.
+    private var held: [UInt8] = []
+    private var heldStart: Int64 = 0
+    static let handOverSize = 256 << 10
 
     init(
         url: String, shownURL: String, requested: Range<Int64>, cancellation: Cancellation?, stallTimeout: Double,
@@ -199,10 +207,9 @@ final class RangeTransfer {
             // A 200 body starts at 0: keep what lies before the end of the request, so the
             // cache gains it, and stop once the requested range is complete.
             let usable = Int(max(0, min(Int64(bytes.count), requested.upperBound - start)))
-            if usable > 0 {
-                try onData(start, UnsafeRawBufferPointer(rebasing: bytes[0..<usable]))
-            }
+            if usable > 0 { try hold(start, UnsafeRawBufferPointer(rebasing: bytes[0..<usable])) }
             if nextOffset >= requested.upperBound && status == 200 {
+                try handOverHeld()
                 stoppedEarly = true
                 return false
             }
@@ -210,6 +217,32 @@ final class RangeTransfer {
         } catch {
             failure = error
             return false
+        }
+    }
+
+    private func hold(_ start: Int64, _ bytes: UnsafeRawBufferPointer) throws {
+        if !held.isEmpty && heldStart + Int64(held.count) != start { try handOverHeld() }
+        if held.isEmpty {
+            heldStart = start
+            held.reserveCapacity(RangeTransfer.handOverSize)
+        }
+        held.append(contentsOf: bytes)
+        if held.count >= RangeTransfer.handOverSize { try handOverHeld() }
+    }
+
+    private func handOverHeld() throws {
+        guard !held.isEmpty else { return }
+        defer { held.removeAll(keepingCapacity: true) }
+        try held.withUnsafeBytes { try onData(heldStart, $0) }
+    }
+
+    /// libcurl is done with a response: what is still held goes to `onData` (its failure is the
+    /// transfer's).
+    func handOverRest() {
+        do {
+            try handOverHeld()
+        } catch {
+            if failure == nil { failure = error }
         }
     }
 
@@ -225,11 +258,18 @@ final class RangeTransfer {
         windowBytes += count
     }
 
-    /// Polled by libcurl about once a second or more: true stops the transfer. libcurl's own
-    /// low-speed check averages over several seconds, so stalls are detected here instead: no
-    /// byte for `stallTimeout`, or fewer than `lowSpeedLimit` bytes per second over a window of
-    /// that length (a drip that would otherwise hold the job forever).
+    /// Polled by libcurl about once a second or more, and after each batch of body it reads:
+    /// hands over the bytes held; true stops the transfer. libcurl's own low-speed check averages
+    /// over several seconds, so stalls are detected here instead: no byte for `stallTimeout`, or
+    /// fewer than `lowSpeedLimit` bytes per second over a window of that length (a drip that would
+    /// otherwise hold the job forever).
     func shouldAbort() -> Bool {
+        do {
+            try handOverHeld()
+        } catch {
+            failure = error
+            return true
+        }
         if cancellation?.isCancelled == true { return true }
         let now = ProcessInfo.processInfo.systemUptime
         if now - lastActivity > stallTimeout {

@@ -54,7 +54,8 @@ public struct ServiceLimits: Sendable {
     /// Proxied responses streaming at once; more get 503.
     public var maxStreams = 256
     /// Open connections at once (idle keep-alive players, slow clients): each costs a descriptor and
-    /// a few KiB, no thread. More get 503. The process needs about twice this many descriptors.
+    /// a few KiB, no thread. More get 503. The process needs a descriptor for each, and more for
+    /// the cached ranges being sent.
     public var maxConnections = 16_384
     /// Connections one client address may hold at once; 0 for no limit (behind a front such as
     /// nginx every request comes from its address).

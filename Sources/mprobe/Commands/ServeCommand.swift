@@ -89,8 +89,8 @@ enum ServeCommand: OptionCommand {
             """
             connections held at once, idle players and slow clients included (default
             16384; more are answered 503). Each costs a file descriptor and a few KiB,
-            not a thread: serve raises its descriptor limit to twice this, or lowers
-            this to fit the limit it may have, saying so
+            not a thread: serve raises its descriptor limit to fit (this and 3072
+            more), or lowers this to fit the limit it may have, saying so
             """),
         Option(
             "max-connections-per-client", .value("N"),
@@ -184,12 +184,13 @@ enum ServeCommand: OptionCommand {
         return .success
     }
 
-    /// Raises the process's descriptor limit to what `connections` need (each holds its socket
-    /// and, while a cached range is sent, a descriptor of the data file; then room for the cache,
-    /// origins and refused connections), or as near as it may; returns the connections that fit.
+    /// Raises the process's descriptor limit to what `connections` need (a socket each, and room
+    /// for the cache, origins, refused connections and the data-file descriptors of cached ranges
+    /// being sent: a range that finds none left is streamed instead), or as near as it may;
+    /// returns the connections that fit.
     static func descriptorsFor(connections: Int) -> Int {
         let room = HTTPServer.refusalRoom + 2048
-        let needed = rlim_t(2 * connections + room)
+        let needed = rlim_t(connections + room)
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         guard limit.rlim_cur < needed else { return connections }
@@ -201,7 +202,7 @@ enum ServeCommand: OptionCommand {
         }
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         guard limit.rlim_cur < needed else { return connections }
-        let fitting = max(16, (Int(limit.rlim_cur) - room) / 2)
+        let fitting = max(16, Int(limit.rlim_cur) - room)
         Console.writeStderr(
             "mprobe: the descriptor limit is \(limit.rlim_cur) (ulimit -n), so serve holds \(fitting) connections at most, "
                 + "not \(connections)\n")
