@@ -5,9 +5,9 @@
 
 IDLE connections each make one request for /healthz, read the whole answer and stay open
 (keep-alive players between segments). SLOW connections each ask for PATH (a large cached range,
-given with its Range header after a '|': '/v1/stream?url=...|bytes=0-4194303') and read nothing,
-so the server holds a response it cannot send (a stalled player). Prints "held N" once all are
-open and the idle ones answered, then waits for its standard input to close, and prints
+given with its Range header after a '|': '/v1/stream?url=...|bytes=0-4194303') and read nothing
+past the status line, so the server holds a response it cannot send (a stalled player). Prints
+"held N" once all are open, the idle ones answered and the slow ones' answers begun, then waits for its standard input to close, and prints
 "alive N": how many the server still held at the end (an idle one not closed on its side, a
 stalled one answered 206 — a refused one gets its 503 and is closed).
 Exits 1 when a connection could not be made or an idle one was not answered 200.
@@ -45,6 +45,17 @@ def main():
             answer += chunk
         if not answer.startswith(b"HTTP/1.1 200"):
             print("not answered: " + answer[:200].decode(errors="replace"), flush=True)
+            sys.exit(1)
+    # The stalled ones count as held once the server has answered them (its first bytes are
+    # waiting in their buffers), so that what follows measures a server holding them all.
+    for s in held[idle:]:
+        s.settimeout(60)
+        try:
+            if s.recv(12, socket.MSG_PEEK) != b"HTTP/1.1 206":
+                print("a stalled connection was not answered 206", flush=True)
+                sys.exit(1)
+        except OSError as error:
+            print(f"a stalled connection was not answered: {error}", flush=True)
             sys.exit(1)
     print(f"held {len(held)}", flush=True)
     sys.stdin.read()
