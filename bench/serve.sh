@@ -54,28 +54,29 @@ done
 bench_start_nginx "$WORK/www" "$WORK/origin" # the origin, whose log counts what the caches fetch
 ORIGIN="http://127.0.0.1:$NGINX_PORT"
 
-# nginx serving the file itself.
-FILE_PORT=$(free_port)
-mkdir -p "$WORK/file"
-cat > "$WORK/file/nginx.conf" <<CONF
-user $(id -un); worker_processes 2; worker_rlimit_nofile 20000; daemon off; pid $WORK/file/nginx.pid; error_log $WORK/file/error.log;
+# A peer nginx, 2 workers, in folder NAME, with HTTP-LEVEL directives (its server among them).
+start_peer_nginx() { # NAME HTTP-LEVEL
+    mkdir -p "$WORK/$1"
+    cat > "$WORK/$1/nginx.conf" <<CONF
+user $(id -un); worker_processes 2; worker_rlimit_nofile 20000; daemon off; pid $WORK/$1/nginx.pid; error_log $WORK/$1/error.log;
 events { worker_connections 8192; }
 http {
   sendfile on; keepalive_requests 1000000; keepalive_timeout 60s; access_log off;
-  server { listen 127.0.0.1:$FILE_PORT; root $WORK/www; }
+  $2
 }
 CONF
-nginx -p "$WORK/file" -c "$WORK/file/nginx.conf" -e "$WORK/file/error.log" &
-PIDS+=($!)
+    nginx -p "$WORK/$1" -c "$WORK/$1/nginx.conf" -e "$WORK/$1/error.log" &
+    PIDS+=($!)
+}
+
+# nginx serving the file itself.
+FILE_PORT=$(free_port)
+start_peer_nginx file "server { listen 127.0.0.1:$FILE_PORT; root $WORK/www; }"
 
 # nginx slicing and caching the origin, with one fetch per slice however many wait for it.
 SLICE_PORT=$(free_port)
 mkdir -p "$WORK/slice/cache"
-cat > "$WORK/slice/nginx.conf" <<CONF
-user $(id -un); worker_processes 2; worker_rlimit_nofile 20000; daemon off; pid $WORK/slice/nginx.pid; error_log $WORK/slice/error.log;
-events { worker_connections 8192; }
-http {
-  sendfile on; keepalive_requests 1000000; keepalive_timeout 60s; access_log off;
+start_peer_nginx slice "
   proxy_cache_path $WORK/slice/cache levels=1:2 keys_zone=media:64m max_size=4g inactive=1h use_temp_path=off;
   upstream origin { server 127.0.0.1:$NGINX_PORT; keepalive 32; }
   server {
@@ -84,14 +85,10 @@ http {
       slice 1m;
       proxy_cache media; proxy_cache_key \$uri\$slice_range; proxy_set_header Range \$slice_range;
       proxy_cache_valid 200 206 1h; proxy_cache_lock on; proxy_cache_lock_timeout 60s;
-      proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_http_version 1.1; proxy_set_header Connection \"\";
       proxy_pass http://origin;
     }
-  }
-}
-CONF
-nginx -p "$WORK/slice" -c "$WORK/slice/nginx.conf" -e "$WORK/slice/error.log" &
-PIDS+=($!)
+  }"
 
 # Varnish, objects in memory (as Debian configures it), cached for an hour.
 VARNISH_PORT=$(free_port)
