@@ -52,7 +52,8 @@ public protocol HTTPBodyStream: AnyObject, Sendable {
 }
 
 /// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`) when they fit
-/// one of libmicrohttpd's sendfile calls, else read from the page cache into its buffer. The descriptor is the response's to close; whoever takes it owns it.
+/// one of libmicrohttpd's sendfile calls, else read from the page cache into its buffer. The
+/// descriptor is the response's to close; whoever takes it owns it.
 public final class FileBody: Sendable {
     private let fd: Mutex<Int32?>
     public let offset: Int64

@@ -12,8 +12,8 @@ import Synchronization
 /// player what is cached and no promise more (`promisable`): a range from a cached byte is
 /// answered to the end of its cached run, one from a byte not cached with a 502 or 504.
 ///
-/// A range wholly cached is answered on the server's event loop and sent from the data file by
-/// `sendfile`; anything that may wait (a fetch, a probe, a playlist) throws `MustWait` there and
+/// A range wholly cached is answered on the server's event loop and sent from the data file
+/// (`FileBody`); anything that may wait (a fetch, a probe, a playlist) throws `MustWait` there and
 /// is answered again on a worker (`HTTPRequest.mayWait`).
 extension Service {
     func stream(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -77,8 +77,8 @@ extension Service {
             headers.append(("Content-Range", "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(size)"))
         }
         if request.method != "HEAD", !part.isEmpty, let stored = try source.storedFile(part) {
-            // Cached whole: the kernel sends it from the data file, whose descriptor (and its
-            // lock against eviction) the response holds until it is sent.
+            // Cached whole: sent from the data file, whose descriptor (and its lock against
+            // eviction) the response holds until it is sent.
             let body = FileBody(fd: stored.fd, offset: part.lowerBound, length: Int64(part.count))
             return HTTPResponse(status: status, headers: headers, body: .file(body))
         }
