@@ -234,24 +234,32 @@ for c in ["50", "200", "2000"]:
 print()
 print(f"## One cold reader of the whole file (a URL new to each cache), {repeats} repeats")
 print()
-print("| cache | seconds | origin requests | origin bytes ÷ size |")
-print("|---|---|---|---|")
-for s in servers[1:]:
-    rs = [r for r in rows if r[0] == "one" and r[1] == s]
-    print(f"| {s} | {span([float(r[3]) for r in rs], '{:.2f}')} | {span([int(r[4]) for r in rs])} | "
-          f"{span([int(r[5]) / size for r in rs], '{:.2f}')} |")
+def cache_table(kind, columns, cells):
+    """A row per cache (the peers in front of the origin, and mprobe) of the `kind` runs."""
+    print("| cache | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for s in servers[1:]:
+        rs = [r for r in rows if r[0] == kind and r[1] == s]
+        print(f"| {s} | " + " | ".join(cell(rs) for cell in cells) + " |")
+cache_table("one", ["seconds", "origin requests", "origin bytes ÷ size"], [
+    lambda rs: span([float(r[3]) for r in rs], "{:.2f}"),
+    lambda rs: span([int(r[4]) for r in rs]),
+    lambda rs: span([int(r[5]) / size for r in rs], "{:.2f}"),
+])
 one = {s: [float(r[3]) for r in rows if r[0] == "one" and r[1] == s] for s in servers}
 print()
 print("mprobe ÷ Varnish, seconds: " + span([m / v for m, v in zip(one["mprobe"], one["varnish"])], "{:.2f}"))
 print()
 print(f"## 20 cold readers of one new URL at once, each reading the whole file, {repeats} repeats")
 print()
-print("| cache | wall seconds | slowest time to first byte, ms | readers with every byte right | origin requests | origin bytes ÷ size |")
-print("|---|---|---|---|---|---|")
-for s in servers[1:]:
-    rs = [r for r in rows if r[0] == "many" and r[1] == s]
-    print(f"| {s} | {span([float(r[3]) for r in rs], '{:.2f}')} | {span([1000 * float(r[4]) for r in rs])} | "
-          f"{span([int(r[5]) for r in rs])} / 20 | {span([int(r[6]) for r in rs])} | {span([int(r[7]) / size for r in rs], '{:.2f}')} |")
+cache_table("many", ["wall seconds", "slowest time to first byte, ms", "readers with every byte right",
+                    "origin requests", "origin bytes ÷ size"], [
+    lambda rs: span([float(r[3]) for r in rs], "{:.2f}"),
+    lambda rs: span([1000 * float(r[4]) for r in rs]),
+    lambda rs: span([int(r[5]) for r in rs]) + " / 20",
+    lambda rs: span([int(r[6]) for r in rs]),
+    lambda rs: span([int(r[7]) / size for r in rs], "{:.2f}"),
+])
 PY
 
 python3 - "$WORK/healthz" "$RSS_BEFORE" "$RSS_HELD" "$RSS_WARM" "$HELD" "$ALIVE" "$THREADS_HELD" <<'PY'

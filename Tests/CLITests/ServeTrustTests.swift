@@ -379,10 +379,7 @@ final class ServeTrustTests: CLITestCase {
     /// connection past the per-client limit is answered 429 rather than left hanging, and slow
     /// headers are cut off.
     func testOneClientHoldingThousandsOfConnectionsShutsNoOneOut() throws {
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = max(limit.rlim_cur, min(limit.rlim_max, 8192))
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        raiseDescriptorLimit(to: 8192)
         let origin = try FaultServer()
         origin.route("/v.mp4", .serve(body: try sample("faststart.mp4")))
         let server = try serve([], allowing: [origin])

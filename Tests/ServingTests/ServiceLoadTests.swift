@@ -12,7 +12,7 @@ final class ServiceLoadTests: XCTestCase {
     /// of a cached range, a cold range through the origin still works, and none of the 10,000 is
     /// dropped.
     func testTenThousandOpenConnectionsShutNoPlayerOut() throws {
-        try raiseDescriptorLimit(to: 40_000)
+        try raiseDescriptorLimit()
         let data = randomBytes(16 << 20, seed: 91)
         let origin = try FaultServer()
         origin.route("/v.bin", .serve(body: data))
@@ -55,23 +55,16 @@ final class ServiceLoadTests: XCTestCase {
         XCTAssertEqual(holder.terminationStatus, 0)
     }
 
-    private func raiseDescriptorLimit(to wanted: rlim_t) throws {
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        guard limit.rlim_cur < wanted else { return }
-        var raised = rlimit(rlim_cur: wanted, rlim_max: max(wanted, limit.rlim_max))
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 {
-            raised = rlimit(rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max)
-            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised)
-        }
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    /// The descriptors 10,000 connections (5,000 sending a file) need here, or a loud failure.
+    private func raiseDescriptorLimit() throws {
         struct TooFewDescriptors: Error, CustomStringConvertible {
             let limit: rlim_t
             var description: String {
                 "10,000 connections (5,000 sending a file) need 16,384 descriptors here; the limit is \(limit) (ulimit -n)"
             }
         }
-        guard limit.rlim_cur >= 16_384 else { throw TooFewDescriptors(limit: limit.rlim_cur) }
+        let limit = TestSupport.raiseDescriptorLimit(to: 40_000)
+        guard limit >= 16_384 else { throw TooFewDescriptors(limit: limit) }
     }
 
     private func encoded(_ url: String) -> String {

@@ -50,6 +50,4 @@ final class SetAside: Sendable {
             s.parked = [:]
         }
     }
-
-    var count: Int { state.withLock { $0.parked.count } }
 }

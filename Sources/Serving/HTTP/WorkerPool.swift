@@ -9,8 +9,6 @@ final class WorkerPool: @unchecked Sendable {  // every var below is guarded by 
     private let idleSeconds: Double
     private let lock = NSCondition()
     private var queue: [@Sendable () -> Void] = []
-    /// Index of the next job in `queue` (taken jobs are dropped in batches, not one by one).
-    private var head = 0
     private var threads = 0
     /// Threads waiting for work and not yet claimed by a `run`.
     private var idle = 0
@@ -60,15 +58,7 @@ final class WorkerPool: @unchecked Sendable {  // every var below is guarded by 
         lock.lock()
         defer { lock.unlock() }
         while true {
-            if head < queue.count {
-                let work = queue[head]
-                head += 1
-                if head >= 64 || head == queue.count {
-                    queue.removeFirst(head)
-                    head = 0
-                }
-                return work
-            }
+            if !queue.isEmpty { return queue.removeFirst() }
             if stopped {
                 threads -= 1
                 return nil

@@ -35,11 +35,12 @@ extension Service {
         }
         // The first byte the player wants tells the size, and pins the version the headers name.
         let size = try sizeAndFirstByte(request, source: source)
-        if !request.mayWait, Service.mayBeManifest(request, url: url, source: source, size: size) {
-            throw MustWait()
-        }
-        if let kind = try manifestKind(request, url: url, source: source, size: size) {
-            return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
+        // Told apart without reading first (this runs on every request), then on a worker.
+        if Service.mayBeManifest(request, url: url, source: source, size: size) {
+            guard request.mayWait else { throw MustWait() }
+            if let kind = try manifestKind(request, url: url, source: source, size: size) {
+                return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
+            }
         }
         // What the body will be of: its first byte's version (a changed origin makes the body end
         // short, never carry bytes of another version than these headers name).
