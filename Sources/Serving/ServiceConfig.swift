@@ -60,7 +60,8 @@ public struct ServiceLimits: Sendable {
     /// Connections one client address may hold at once; 0 for no limit (behind a front such as
     /// nginx every request comes from its address).
     public var maxConnectionsPerClient = 64
-    /// Seconds a connection may take to send a request's headers, and its body (slow ones are closed).
+    /// Seconds a new connection may take to send its first request's headers, and a request its
+    /// body (slow ones are closed). A kept-alive connection has 60 for its next request's headers.
     public var headerTimeout: Double = 10
     public var bodyTimeout: Double = 30
     /// Finished jobs kept, the newest; older ones (and their files) are removed.

@@ -3,8 +3,10 @@ import Synchronization
 
 /// The server's open connections, so that no client can take all of them: a client address (an
 /// IPv6 client's /64, which one host is given whole) holds at most `perClient` at once, all
-/// clients `total`; a connection waiting for a request's headers gets `headerTimeout` seconds,
-/// and one whose request body is on its way `bodyTimeout` (a client trickling them a byte at a
+/// clients `total`; a new connection waiting for its first request's headers gets `headerTimeout`
+/// seconds, a kept-alive one `keepAliveTimeout` for its next request (an idle player between
+/// segments costs no thread, so it may wait long), and one whose request body is on its way
+/// `bodyTimeout` (a client trickling them a byte at a
 /// time resets any idle timeout, but not these). A connection past a limit is answered 429 or 503
 /// at once and closed, not left hanging.
 ///
@@ -16,7 +18,20 @@ final class ConnectionTable: Sendable {
         var total: Int
         var perClient: Int
         var headerTimeout: Double
+        var keepAliveTimeout: Double
         var bodyTimeout: Double
+
+        func seconds(for waiting: Waiting) -> Double {
+            switch waiting {
+            case .firstRequest: headerTimeout
+            case .nextRequest: keepAliveTimeout
+            case .body: bodyTimeout
+            }
+        }
+    }
+
+    enum Waiting {
+        case firstRequest, nextRequest, body
     }
 
     private struct Entry {
@@ -25,8 +40,8 @@ final class ConnectionTable: Sendable {
         /// Since when it waits for a request's headers (opened, or its last response ended), or
         /// for its body; nil while a request is answered.
         var waitingSince: Double?
-        /// What it waits for: a body (`bodyTimeout`) rather than headers.
-        var waitingForBody = false
+        /// What it waits for, which says how long it may.
+        var waitingFor = Waiting.firstRequest
         /// Answered 429/503 when it opened: its request, if one comes, is not served.
         var refused: Bool
     }
@@ -97,7 +112,7 @@ final class ConnectionTable: Sendable {
     func requestArrived(_ connection: UInt) -> Bool {
         state.withLock { s in
             s.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime
-            s.entries[connection]?.waitingForBody = true
+            s.entries[connection]?.waitingFor = .body
             return s.entries[connection].map { !$0.refused } ?? true
         }
     }
@@ -111,7 +126,7 @@ final class ConnectionTable: Sendable {
     func requestEnded(_ connection: UInt) {
         state.withLock { s in
             s.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime
-            s.entries[connection]?.waitingForBody = false
+            s.entries[connection]?.waitingFor = .nextRequest
         }
     }
 
@@ -137,7 +152,7 @@ final class ConnectionTable: Sendable {
                 let now = ProcessInfo.processInfo.systemUptime
                 for (key, entry) in s.entries {
                     guard let since = entry.waitingSince,
-                        now - since > (entry.waitingForBody ? limits.bodyTimeout : limits.headerTimeout)
+                        now - since > limits.seconds(for: entry.waitingFor)
                     else { continue }
                     _ = shutdown(entry.fd, Int32(SHUT_RDWR))
                     s.entries[key]?.waitingSince = nil

@@ -29,11 +29,12 @@ public final class HTTPServer: Sendable {
         public var workers = 512
         /// Connections one client address may hold at once (0: no limit).
         public var maxConnectionsPerClient = 64
-        /// Seconds a connection may take to send a request's headers, or to start its next request.
+        /// Seconds a new connection may take to send its first request's headers.
         public var headerTimeout: Double = 10
         /// Seconds a request's body may take to arrive (1 MiB at most).
         public var bodyTimeout: Double = 30
-        /// Seconds a connection may sit idle before it is closed (while a request's body or response is on its way).
+        /// Seconds a connection may sit idle before it is closed, and a kept-alive one may take to
+        /// send its next request's headers (a byte at a time or not).
         public var idleTimeout = 60
 
         public init() {}
@@ -78,7 +79,7 @@ public final class HTTPServer: Sendable {
         let connections = ConnectionTable(
             limits: ConnectionTable.Limits(
                 total: limits.maxConnections, perClient: limits.maxConnectionsPerClient,
-                headerTimeout: limits.headerTimeout,
+                headerTimeout: limits.headerTimeout, keepAliveTimeout: Double(limits.idleTimeout),
                 bodyTimeout: limits.bodyTimeout))
         let core = ServerCore(
             handler: handler, completed: completed, maxBody: limits.maxBody, connections: connections,
