@@ -16,8 +16,9 @@ let package = Package(
         // them, so commands that never demux start ~25 ms faster (CFFmpeg.h says more).
         .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // epoll, eventfd, sendfile and accept4 for the HTTP server's event loops.
+        .target(name: "CSockets"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // URL text as shown and stored: credentials redacted, cache keys without userinfo.
         .target(name: "URLSupport"),
@@ -37,14 +38,14 @@ let package = Package(
             dependencies: ["Containers", "FFmpeg", "ByteSources", "Caching", "RangeFetch", "Support"]),
         // The objects the CLI and the service both emit (JSON), and thumbnail sets written to disk.
         .target(name: "Reports", dependencies: ["MediaKit", "FFmpeg", "ByteSources", "Caching"]),
-        // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (libmicrohttpd).
+        // `mprobe serve`: HTTP API, persistent jobs and the caching range proxy (an epoll HTTP/1.1 server of its own).
         // The dashboard's HTML, CSS and JavaScript are compiled into the binary (PackageResources),
         // so `mprobe serve` shows it wherever the binary is copied.
         .target(
             name: "Serving",
             dependencies: [
                 "Reports", "MediaKit", "Containers", "FFmpeg", "ByteSources", "Caching", "RangeFetch",
-                "Support", "URLSupport", "CMicroHTTPD", "CSQLite",
+                "Support", "URLSupport", "CSockets", "CSQLite",
             ],
             resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
         .executableTarget(

@@ -6,7 +6,6 @@ set -euo pipefail
 MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
-    libmicrohttpd-dev                          # mprobe serve
     nginx ffmpeg openssl curl ca-certificates  # test origins, oracles and clients
     sqlite3                                    # tests write impossible index records with it
     time python3 python3-pip                   # bench/fuzz.sh (run by the tests too): peak RSS, the mutator; pip for PyPI below

@@ -120,18 +120,27 @@ public final class MediaSession: Sendable {
     /// Opens `input`: a local path or `file://` URL directly, an http(s) URL through the cache.
     /// `cancellation` is the reader's own (a proxied response's); by default the session's.
     public func open(_ input: String, cancellation token: Cancellation? = nil) throws -> any MediaSource {
+        // A URL as most are written is known remote without lowercasing it, and one whose
+        // resource is open was validated when it was made (the range proxy opens the same URL
+        // for every request of a player).
+        if input.hasPrefix("http://") || input.hasPrefix("https://") { return try openRemote(input, token) }
         switch try MediaSession.classify(input) {
         case .local(let path):
             return try LocalFileSource(input: input, path: path)
         case .remote(let url):
-            let resource = try remotes.resource(for: url) {
-                try RemoteResource(
-                    url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
-                    notices: notices)
-            }
-            return RemoteSource(
-                resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
+            return try openRemote(url, token)
         }
+    }
+
+    private func openRemote(_ url: String, _ token: Cancellation?) throws -> RemoteSource {
+        let resource = try remotes.resource(for: url) {
+            try MediaSession.validateRemote(url)
+            return try RemoteResource(
+                url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
+                notices: notices)
+        }
+        return RemoteSource(
+            resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
     }
 }
 

@@ -35,6 +35,11 @@ public final class Service: Sendable {
     let mediaTypes = Memo<String>(limit: 256)
     private let routesOfPaths = Memo<(Route, Route.Parameters)?>()
     private let admittedOrigins = Memo<Bool>()
+    /// The playlist kind an origin's type and a URL's name declare (`declaredManifestKind`), and
+    /// request targets as the log shows them (token left out, URLs redacted, escaped), by the
+    /// target as sent: also asked on every request of a player.
+    let declaredKinds = Memo<String?>()
+    private let loggedTargets = Memo<String>()
     /// Probes running now, against `ServiceLimits.maxConcurrentProbes`.
     let probes = Atomic<Int>(0)
     /// Playlists being rewritten now, against `ServiceLimits.maxConcurrentPlaylists`.
@@ -301,12 +306,14 @@ public final class Service: Sendable {
             route: route, status: done.status, proxiedBytes: route == "/v1/stream" ? done.bodyBytes : 0)
         // The token never reaches the log, URLs in the query are shown redacted, and nothing a
         // client sent can start a line of its own (control characters and spaces are escaped).
-        let query = done.query.filter { $0.key != "token" }.sorted { $0.key < $1.key }
-            .map {
-                "\(Service.loggable($0.key))=\(Service.loggable($0.key == "url" ? cache.urlRules.shown($0.value) : $0.value))"
-            }
-        let path = Service.loggable(done.path)
-        let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
+        let target = loggedTargets.value(for: done.target) { _ in
+            let query = done.query.filter { $0.key != "token" }.sorted { $0.key < $1.key }
+                .map {
+                    "\(Service.loggable($0.key))=\(Service.loggable($0.key == "url" ? cache.urlRules.shown($0.value) : $0.value))"
+                }
+            let path = Service.loggable(done.path)
+            return query.isEmpty ? path : path + "?" + query.joined(separator: "&")
+        }
         // Written on every request: plain interpolation, not String(format:).
         log(
             "\(Service.loggable(done.method)) \(target) \(done.status) \(done.bodyBytes) B \(Int((done.seconds * 1000).rounded())) ms"

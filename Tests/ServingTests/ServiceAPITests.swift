@@ -197,7 +197,7 @@ final class ServiceAPITests: XCTestCase {
         _ = try HTTPClient.request(
             "GET", service.url("/v1/probe", origin: "http://x/\nGET /forged 200 1 B 1 ms"),
             headers: ["Authorization": "Bearer tok-123"])
-        // Nor terminal escapes or a carriage return in the method, which libmicrohttpd passes on.
+        // Nor terminal escapes or a carriage return in the method (refused, and logged escaped).
         for method in ["G\u{1B}[31mET", "X\rPOST\t/v1/jobs", "X\u{1B}]0;owned\u{07}", "X\u{9B}2K"] {
             let connection = try RawHTTPConnection(port: service.service.port)
             connection.send(Array("\(method) /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))

@@ -139,7 +139,7 @@ public func runProcess(
     if readers.wait(timeout: .now() + 10) == .success {
         // Foundation does not close the read ends when the pipes go away: close them once the
         // readers are done, or a run of hundreds of processes leaves descriptors past
-        // FD_SETSIZE, where libmicrohttpd's select() cannot listen any more.
+        // FD_SETSIZE, where a server using select() cannot listen any more.
         try? outPipe.fileHandleForReading.close()
         try? errPipe.fileHandleForReading.close()
     }

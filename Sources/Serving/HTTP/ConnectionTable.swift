@@ -10,9 +10,9 @@ import Synchronization
 /// time resets any idle timeout, but not these). A connection past a limit is answered 429 or 503
 /// at once and closed, not left hanging.
 ///
-/// libmicrohttpd owns the sockets; this table only sees their descriptors between the
-/// connection's "started" and "closed" notifications, and shuts one down (never closes it) under
-/// its lock, which those notifications also take, so it never touches a descriptor reused since.
+/// The event loops own the sockets; this table only sees their descriptors between `opened` and
+/// `closed` (told before the descriptor is closed), and shuts one down (never closes it) under its
+/// lock, which those calls also take, so it never touches a descriptor reused since.
 final class ConnectionTable: Sendable {
     struct Limits: Sendable {
         var total: Int
@@ -142,8 +142,8 @@ final class ConnectionTable: Sendable {
         return octets[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
     }
 
-    /// Every quarter second: a connection past its header deadline is shut down, which ends it
-    /// in libmicrohttpd's own thread.
+    /// Every quarter second: a connection past its header deadline is shut down, which its event
+    /// loop sees as the client gone, and ends it.
     private func watch() {
         defer { watchdogDone.signal() }
         while true {
@@ -164,8 +164,8 @@ final class ConnectionTable: Sendable {
     }
 
     /// Writes a whole small response on a connection nothing has written to yet, then shuts it
-    /// down, so that libmicrohttpd's thread for it ends at once (thousands may come in a burst,
-    /// and each holds a place under libmicrohttpd's own limit until then). What does not fit in
+    /// down, so that its event loop ends it at once (thousands may come in a burst, and each
+    /// holds a place under the server's own limit until then). What does not fit in
     /// the socket's buffer at once is dropped (it always fits).
     private static func answer(_ fd: Int32, status: Int, message: String) {
         let body =

@@ -1,10 +1,11 @@
+import CSockets
 import Foundation
 import Synchronization
 
 /// One HTTP request as the service's handlers see it: no C pointers, everything copied.
 public struct HTTPRequest: Sendable {
     public let method: String
-    /// The path without the query string, percent-decoded by libmicrohttpd.
+    /// The path without the query string, percent-decoded.
     public let path: String
     /// Query arguments (decoded); a repeated name keeps its first value.
     public let query: [String: String]
@@ -51,39 +52,29 @@ public protocol HTTPBodyStream: AnyObject, Sendable {
     func close()
 }
 
-/// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`) when they fit
-/// one of libmicrohttpd's sendfile calls, else read from the page cache into its buffer. The
-/// descriptor is the response's to close; whoever takes it owns it.
+/// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`): the bytes go
+/// from the page cache to the socket without passing through the process. The descriptor is the
+/// response's, closed when it is released.
 public final class FileBody: Sendable {
-    private let fd: Mutex<Int32?>
+    private let fd: Int32
     public let offset: Int64
     public let length: Int64
 
     /// Takes ownership of `fd`.
     public init(fd: Int32, offset: Int64, length: Int64) {
-        self.fd = Mutex(fd)
+        self.fd = fd
         self.offset = offset
         self.length = length
     }
 
-    /// Copies up to `buffer.count` bytes from `position` of the body (pread); -1 on an error.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at position: Int64) -> Int {
-        let want = Int(min(Int64(buffer.count), length - position))
-        guard want > 0 else { return 0 }
-        return fd.withLock { fd in
-            guard let fd else { return -1 }
-            return pread(fd, buffer.baseAddress, want, off_t(offset + position))
-        }
+    /// Sends what the socket takes of the body from `position` on: the count, 0 if the file
+    /// ended first, -1 with `errno` set (EAGAIN: the socket is full).
+    func send(to socket: Int32, at position: Int64) -> Int {
+        var from = off_t(offset + position)
+        return sendfile(socket, fd, &from, Int(length - position))
     }
 
-    /// The descriptor, once: the caller closes it (or hands it on).
-    func take() -> Int32? {
-        fd.withLock { d in
-            defer { d = nil }; return d
-        }
-    }
-
-    deinit { if let fd = take() { close(fd) } }
+    deinit { close(fd) }
 }
 
 public struct HTTPResponse: Sendable {

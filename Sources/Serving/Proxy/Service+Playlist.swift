@@ -12,7 +12,7 @@ extension Service {
     /// An HLS playlist or a DASH manifest (`StreamingManifest.hls` or `.dash`), by its type, its
     /// name or (when the player reads it from its start) its first bytes; nil for anything else.
     func manifestKind(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) throws -> String? {
-        if let kind = Service.declaredManifestKind(url: url, source: source) { return kind }
+        if let kind = declaredManifestKind(url: url, source: source) { return kind }
         guard Service.readsToTellManifest(request, size: size) else { return nil }
         return StreamingManifest.kind(
             ofText: String(decoding: try Service.read(source, count: Int(min(size, 1024))), as: UTF8.self))
@@ -20,14 +20,18 @@ extension Service {
 
     /// Whether `manifestKind` takes the resource for a playlist or must read it to tell: both
     /// wait (on the origin, a rewrite), so the event loop hands such requests to a worker.
-    static func mayBeManifest(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) -> Bool {
-        declaredManifestKind(url: url, source: source) != nil || readsToTellManifest(request, size: size)
+    func mayBeManifest(_ request: HTTPRequest, url: String, source: RemoteSource, size: Int64) -> Bool {
+        declaredManifestKind(url: url, source: source) != nil || Service.readsToTellManifest(request, size: size)
     }
 
-    /// The kind the origin's type or the URL's name says.
-    private static func declaredManifestKind(url: String, source: RemoteSource) -> String? {
-        let type = source.contentType?.lowercased() ?? ""
-        // The path's end, without parsing the whole URL (this runs on every proxied request).
+    /// The kind the origin's type or the URL's name says, remembered (every request of a player asks).
+    private func declaredManifestKind(url: String, source: RemoteSource) -> String? {
+        let type = source.contentType ?? ""
+        return declaredKinds.value(for: type + "\n" + url) { _ in Service.declaredManifestKind(url: url, type: type) }
+    }
+
+    static func declaredManifestKind(url: String, type: String) -> String? {
+        let type = type.lowercased()
         let beforeQuery = url.prefix { $0 != "?" && $0 != "#" }
         let path = (beforeQuery.contains("%") ? beforeQuery.removingPercentEncoding ?? "" : String(beforeQuery))
             .lowercased()

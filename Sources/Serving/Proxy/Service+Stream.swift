@@ -36,7 +36,7 @@ extension Service {
         // The first byte the player wants tells the size, and pins the version the headers name.
         let size = try sizeAndFirstByte(request, source: source)
         // Told apart without reading first (this runs on every request), then on a worker.
-        if Service.mayBeManifest(request, url: url, source: source, size: size) {
+        if mayBeManifest(request, url: url, source: source, size: size) {
             guard request.mayWait else { throw MustWait() }
             if let kind = try manifestKind(request, url: url, source: source, size: size) {
                 return try playlist(request, url: url, kind: kind, source: source, size: size, token: token)
@@ -85,7 +85,7 @@ extension Service {
         }
         // A body read from an origin waits; HEAD's is never read.
         if !request.mayWait && request.method != "HEAD" { throw MustWait() }
-        // For HEAD libmicrohttpd sends the length of a body it does not read.
+        // For HEAD the server sends the length of a body it does not read.
         let body = ProxyStream(
             source: request.method == "HEAD" ? nil : source, range: part, token: token,
             onClose: { [self] in streamEnded($0) })

@@ -37,7 +37,7 @@ struct HostCheck: Sendable {
     }
 
     /// Whether a request with this `Host` header is answered. A request without one is HTTP/1.0
-    /// (libmicrohttpd refuses HTTP/1.1 without it), which no browser sends.
+    /// (the server refuses HTTP/1.1 without it), which no browser sends.
     mutating func admits(_ header: String?) -> Bool {
         guard let header else { return true }
         if header == lastAdmitted { return true }

@@ -1,0 +1,166 @@
+import Foundation
+
+/// A request's line and headers, parsed from the bytes before the blank line (RFC 9112), or the
+/// reason they are refused. Pure: the server's event loop calls it, and tests call it on bytes.
+struct RequestHead: Sendable, Equatable {
+    var method: String
+    /// The target as sent (path and query, encoded).
+    var target: String
+    /// The path, percent-decoded, without the query.
+    var path: String
+    /// Query arguments, `+` read as a space and percent-decoded; a repeated name keeps its first
+    /// value, a name without `=` has "".
+    var query: [String: String]
+    /// Header names lowercased; a repeated header keeps its first value (two different
+    /// `Content-Length` or two `Host` are refused instead).
+    var headers: [String: String]
+    /// HTTP/1.1 (else 1.0).
+    var isHTTP11: Bool
+
+    /// What the connection does with the body and after the response.
+    var contentLength: Int { headers["content-length"].flatMap { Int($0) } ?? 0 }
+    var keepAlive: Bool {
+        guard isHTTP11 else { return false }
+        let tokens = headers["connection"]?.lowercased().split(separator: ",") ?? []
+        return !tokens.contains { $0.trimmingCharacters(in: .whitespaces) == "close" }
+    }
+    var expectsContinue: Bool { headers["expect"]?.lowercased() == "100-continue" }
+
+    /// Why a head is refused: the status, and what was read of it (for the access log).
+    struct Refusal: Error, Equatable {
+        var status: Int
+        var message: String
+        var method = ""
+        var target = ""
+        var path = ""
+    }
+
+    /// Parses `bytes`, the head's lines, each ending in CRLF, without the blank line after them.
+    static func parse(_ bytes: ArraySlice<UInt8>) throws(Refusal) -> RequestHead {
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).makeIterator()
+        guard let first = lines.next(), first.last == UInt8(ascii: "\r") else {
+            throw Refusal(status: 400, message: "the request line does not end in CRLF")
+        }
+        let parts = first.dropLast().split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw Refusal(status: 400, message: "the request line is not METHOD TARGET VERSION")
+        }
+        let method = String(decoding: parts[0], as: UTF8.self)
+        let target = parts[1]
+        let (path, query) = splitTarget(target)
+        var head = RequestHead(
+            method: method, target: String(decoding: target, as: UTF8.self), path: path, query: query, headers: [:],
+            isHTTP11: true)
+        func refuse(_ status: Int, _ message: String) -> Refusal {
+            Refusal(status: status, message: message, method: head.method, target: head.target, path: head.path)
+        }
+        guard !parts[0].isEmpty, parts[0].allSatisfy(isTokenByte) else {
+            throw refuse(400, "the method is not a token")
+        }
+        guard target.first == UInt8(ascii: "/") else { throw refuse(400, "the target is not a path") }
+        switch String(decoding: parts[2], as: UTF8.self) {
+        case "HTTP/1.1": head.isHTTP11 = true
+        case "HTTP/1.0": head.isHTTP11 = false
+        default: throw refuse(505, "only HTTP/1.0 and HTTP/1.1 are spoken here")
+        }
+        while let line = lines.next(), !line.isEmpty {
+            guard line.last == UInt8(ascii: "\r") else { throw refuse(400, "a header line does not end in CRLF") }
+            let text = line.dropLast()
+            guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else {
+                throw refuse(400, "a header line has no colon")
+            }
+            let name = text[text.startIndex..<colon]
+            // No whitespace before the colon, no folded lines: both have smuggled requests past
+            // servers that read them differently (RFC 9112 §5).
+            guard !name.isEmpty, name.allSatisfy(isTokenByte) else { throw refuse(400, "a header name is not a token") }
+            let value = trimmed(text[(colon + 1)...])
+            guard !value.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\r") }) else {
+                throw refuse(400, "a header value holds a control character")
+            }
+            // ASCII (a token), lowercased byte by byte.
+            let key = String(decoding: name.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+            let valueText = String(decoding: value, as: UTF8.self)
+            if let existing = head.headers[key] {
+                if key == "host" { throw refuse(400, "two Host headers") }
+                if key == "content-length" && existing != valueText { throw refuse(400, "two Content-Length headers") }
+                continue
+            }
+            head.headers[key] = valueText
+        }
+        if head.isHTTP11 && head.headers["host"] == nil { throw refuse(400, "HTTP/1.1 needs a Host header") }
+        if let length = head.headers["content-length"] {
+            guard !length.isEmpty, length.utf8.count <= 18, length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                throw refuse(400, "Content-Length is not a number")
+            }
+        }
+        if head.headers["transfer-encoding"] != nil {
+            // JSON bodies are small and every client announces their length; a chunked body is
+            // refused rather than read by a second, rarely used path.
+            throw refuse(411, "send the body with a Content-Length, not Transfer-Encoding")
+        }
+        return head
+    }
+
+    /// The path and query of a request target (`/p%20th?a=1&b`), decoded.
+    static func splitTarget(_ target: ArraySlice<UInt8>) -> (String, [String: String]) {
+        guard let mark = target.firstIndex(of: UInt8(ascii: "?")) else { return (percentDecoded(target), [:]) }
+        var query: [String: String] = [:]
+        for pair in target[(mark + 1)...].split(separator: UInt8(ascii: "&")) {
+            let equals = pair.firstIndex(of: UInt8(ascii: "="))
+            let name = percentDecoded(pair[pair.startIndex..<(equals ?? pair.endIndex)], plusIsSpace: true)
+            let value = equals.map { percentDecoded(pair[($0 + 1)...], plusIsSpace: true) } ?? ""
+            if query[name] == nil { query[name] = value }
+        }
+        return (percentDecoded(target[target.startIndex..<mark]), query)
+    }
+
+    /// `%XX` decoded (a `%` not followed by two hex digits stays as it is); invalid UTF-8 becomes U+FFFD.
+    static func percentDecoded(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool = false) -> String {
+        guard bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            let byte = bytes[i]
+            if byte == UInt8(ascii: "%"), i + 2 < bytes.endIndex, let high = hexValue(bytes[i + 1]),
+                let low = hexValue(bytes[i + 2])
+            {
+                out.append(high << 4 | low)
+                i += 3
+                continue
+            }
+            out.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// RFC 9110's `tchar`.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+}
+
+/// `bytes` without leading and trailing spaces and tabs.
+private func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    var start = bytes.startIndex, end = bytes.endIndex
+    while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+    while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+    return bytes[start..<end]
+}
