@@ -11,8 +11,10 @@ final class EventLoop: @unchecked Sendable {
     static let maxHead = 64 << 10
     /// What one read takes from a socket.
     private static let readBlock = 64 << 10
-    /// The buffer a streamed body is read into, per response that streams.
+    /// The buffer a streamed body's bytes are read into when they cannot be sent from their
+    /// file, per response that needs one; and the most of a stored run handed over at once.
     static let streamBlock = 64 << 10
+    static let storedRunBlock = 1 << 20
     /// How long a response to the last requests may take to go out once the server stops.
     static let stopDrain = 1.0
     /// How long a closing connection's unread bytes are read and dropped.
@@ -24,12 +26,13 @@ final class EventLoop: @unchecked Sendable {
     /// Work posted by other threads, and whether the loop has ended (then posts are dropped: its
     /// wake-up descriptor is closed, and its number may be another file's).
     private let posted = Mutex<(queue: [@Sendable () -> Void], ended: Bool)>(([], false))
-    private let finished = DispatchSemaphore(value: 0)
 
     private var connections: [Int32: HTTPConnection] = [:]
     private var listening = true
     private var pausedUntil: Double?
     private var stopDeadline: Double?
+    /// Told when the loop has ended, once it was asked to stop.
+    private var stopped: DispatchSemaphore?
     private var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.readBlock, alignment: 16)
     private(set) var date: [UInt8] = []
     private var dateSecond = -1
@@ -79,10 +82,12 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Answers what is set aside with a 503 (or ends its body short), lets responses under way
-    /// go out for a moment, closes the rest, and ends the thread; returns when it has.
-    func stopAndWait() {
-        post { [self] in beginStop() }
-        finished.wait()
+    /// go out for a moment, closes the rest, and ends the thread; `done` is told when it has.
+    func stop(_ done: DispatchSemaphore) {
+        post { [self] in
+            stopped = done
+            beginStop()
+        }
     }
 
     // MARK: The loop
@@ -113,7 +118,7 @@ final class EventLoop: @unchecked Sendable {
         Glibc.close(epoll)
         Glibc.close(wake)
         scratch.deallocate()
-        finished.signal()
+        stopped?.signal()
     }
 
     private func drainPosted() {
@@ -224,6 +229,7 @@ final class EventLoop: @unchecked Sendable {
             advance(connection)
         case .writing:
             flush(connection)
+            advance(connection)  // requests pipelined behind it are in `input` already
         case .answering, .awaitingBytes:
             break  // out of epoll; a late event from before it was set aside
         }
@@ -251,7 +257,11 @@ final class EventLoop: @unchecked Sendable {
             case .answering, .awaitingBytes, .writing:
                 return
             case .head:
-                guard let end = headEnd(connection) else {
+                // Empty lines before a request line are ignored (RFC 9112 §2.2).
+                while connection.input.count >= 2 && connection.input[0] == 0x0D && connection.input[1] == 0x0A {
+                    connection.input.removeFirst(2)
+                }
+                guard let found = headEnd(connection) else {
                     if connection.input.count > EventLoop.maxHead {
                         refuse(connection, RequestHead.Refusal(status: 431, message: "the request head is too long"))
                     } else if connection.peerClosed {
@@ -260,6 +270,10 @@ final class EventLoop: @unchecked Sendable {
                     } else {
                         return
                     }
+                    continue
+                }
+                guard case .at(let end) = found else {
+                    refuse(connection, RequestHead.Refusal(status: 400, message: "a line ends in LF, not CRLF"))
                     continue
                 }
                 let head: RequestHead
@@ -285,7 +299,8 @@ final class EventLoop: @unchecked Sendable {
                         response: HTTPServer.tooLarge(core.limits.maxBody))
                     continue
                 }
-                if length > connection.input.count && head.expectsContinue {
+                // HTTP/1.0 knows no 1xx answers (RFC 9110 §15.2).
+                if length > connection.input.count && head.expectsContinue && head.isHTTP11 {
                     _ = "HTTP/1.1 100 Continue\r\n\r\n".withCString { send(connection.fd, $0, 25, Int32(MSG_NOSIGNAL)) }
                 }
                 connection.phase = .body(head, needed: length)
@@ -302,26 +317,29 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Where the head's blank line starts, if it has arrived. Each byte is looked at about once
-    /// however the head trickles in (`scanned` remembers where the last look stopped).
-    private func headEnd(_ connection: HTTPConnection) -> Int? {
-        let input = connection.input
-        guard input.count >= 4 else { return nil }
-        let found = input.withUnsafeBufferPointer { bytes -> Int? in
-            var i = max(0, min(connection.scanned, bytes.count) - 3)
-            let last = min(bytes.count, EventLoop.maxHead + 4) - 4
-            while i <= last {
-                // Not a LF where the pattern's last byte would be: it starts past here (or one on, at a CR).
-                if bytes[i + 3] != 0x0A {
-                    i += bytes[i + 3] == 0x0D ? 1 : 4
-                    continue
-                }
-                if bytes[i] == 0x0D && bytes[i + 1] == 0x0A && bytes[i + 2] == 0x0D { return i }
-                i += 1
+    private enum HeadEnd {
+        /// The blank line starts here.
+        case at(Int)
+        /// A line ends in LF alone: refused at once, not waited on until the header timeout.
+        case bareLineFeed
+    }
+
+    /// Where the head's blank line starts, if it has arrived. Each byte is looked at once however
+    /// the head trickles in (`scanned` remembers where the last look stopped).
+    private func headEnd(_ connection: HTTPConnection) -> HeadEnd? {
+        let found = connection.input.withUnsafeBufferPointer { bytes -> HeadEnd? in
+            let limit = min(bytes.count, EventLoop.maxHead + 4)
+            var i = max(1, connection.scanned)
+            while i < limit {
+                defer { i += 1 }
+                guard bytes[i] == 0x0A else { continue }
+                guard bytes[i - 1] == 0x0D else { return .bareLineFeed }
+                if i >= 3 && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D { return .at(i - 3) }
             }
+            connection.scanned = max(1, limit)
             return nil
         }
-        connection.scanned = found == nil ? input.count : 0
+        if found != nil { connection.scanned = 0 }
         return found
     }
 
@@ -414,6 +432,18 @@ final class EventLoop: @unchecked Sendable {
                 exchange.bodySent += Int64(n)
                 continue
             }
+            if let piece = exchange.piece {
+                let n = piece.file.send(to: connection.fd, at: piece.next)
+                if n == 0 {
+                    hangUp(connection)  // the data file is shorter than its index said: end short
+                    return
+                }
+                guard sent(n, connection) else { return }
+                exchange.bodySent += Int64(n)
+                let next = piece.next + Int64(n)
+                exchange.piece = next < piece.file.length ? (piece.file, next) : nil
+                continue
+            }
             switch exchange.body {
             case .none:
                 finish(connection)
@@ -453,6 +483,18 @@ final class EventLoop: @unchecked Sendable {
         _ connection: HTTPConnection, _ exchange: Exchange, _ stream: HTTPBodyStream, remaining: Int64?
     ) -> Bool {
         if exchange.failed.load(ordering: .relaxed) {
+            hangUp(connection)
+            return false
+        }
+        do {
+            let most = Int(min(Int64(EventLoop.storedRunBlock), remaining ?? Int64(EventLoop.storedRunBlock)))
+            if let file = try stream.readyFile(max: most) {
+                exchange.piece = (file, 0)
+                let left = remaining.map { $0 - file.length }
+                exchange.body = left == 0 ? .none : .stream(stream, remaining: left)
+                return true
+            }
+        } catch {
             hangUp(connection)
             return false
         }

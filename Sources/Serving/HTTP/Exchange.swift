@@ -26,9 +26,11 @@ final class Exchange: @unchecked Sendable {
     var out: [UInt8] = []
     var outSent = 0
     var body = Body.none
-    /// A streamed body's bytes read and not yet sent: `buffer[pending]`.
+    /// A streamed body's bytes read and not yet sent: `buffer[pending]`, or a stored run of them
+    /// being sent from its file (`piece`, from `next`).
     var buffer: UnsafeMutableRawBufferPointer?
     var pending = 0..<0
+    var piece: (file: FileBody, next: Int64)?
     var bodySent: Int64 = 0
     /// Told when the response ends, sent or not.
     var stream: HTTPBodyStream?
@@ -78,6 +80,7 @@ final class Exchange: @unchecked Sendable {
         stream = nil
         buffer?.deallocate()
         buffer = nil
+        piece = nil
         body = .none
     }
 

@@ -38,6 +38,9 @@ public struct HTTPRequest: Sendable {
 
 /// A response body produced while it is sent: the range proxy streams bytes as they arrive.
 ///
+/// Bytes that are in a file already (fetched and stored) the server asks for first with
+/// `readyFile`, and sends by sendfile, never through its own memory; the rest with `readReady`.
+///
 /// The server's event loop asks for bytes with `readReady`, which never waits; when nothing is
 /// ready it sets the connection aside and a worker thread calls `waitUntilReady`, which may block
 /// (on an origin), then the loop asks again. Calls come in order, never two at once. Throwing
@@ -50,6 +53,13 @@ public protocol HTTPBodyStream: AnyObject, Sendable {
     func waitUntilReady(wanted: Int) throws
     /// The response is over (sent, or the client went away): stop what only it needed.
     func close()
+    /// The next bytes, up to `max`, if they are stored in a file now: the server sends them from
+    /// it, and asks again after. Nil: `readReady` gives them (or tells there are none yet).
+    func readyFile(max: Int) throws -> FileBody?
+}
+
+extension HTTPBodyStream {
+    public func readyFile(max: Int) throws -> FileBody? { nil }
 }
 
 /// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`): the bytes go

@@ -90,7 +90,9 @@ public final class HTTPServer: Sendable {
         do {
             for index in 0..<max(1, limits.eventLoops) { loops.append(try EventLoop(core: core, index: index)) }
         } catch {
-            for loop in loops { loop.stopAndWait() }
+            let stopped = DispatchSemaphore(value: 0)
+            for loop in loops { loop.stop(stopped) }
+            for _ in loops { stopped.wait() }
             connections.stop()
             core.workers.stop()
             Glibc.close(listener.fd)
@@ -124,7 +126,10 @@ public final class HTTPServer: Sendable {
         }
         guard first else { return }
         quiesce()
-        for loop in loops { loop.stopAndWait() }
+        // Every loop drains at once, so a stop takes one drain however many loops there are.
+        let stopped = DispatchSemaphore(value: 0)
+        for loop in loops { loop.stop(stopped) }
+        for _ in loops { stopped.wait() }
         core.connections.stop()
         core.workers.stop()
     }

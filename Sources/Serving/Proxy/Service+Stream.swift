@@ -248,6 +248,19 @@ final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
         return n
     }
 
+    /// The stored run from `next` (up to `max` bytes, and where a fetch still compares bytes),
+    /// as the data file's bytes: sent from the page cache by the kernel, not read back out of it.
+    func readyFile(max: Int) throws -> FileBody? {
+        guard let source, next < range.upperBound else { return nil }
+        try checkOpen(source)
+        let wanted = next..<min(range.upperBound, next + Int64(max))
+        let end = source.missingRanges(in: wanted).first?.lowerBound ?? wanted.upperBound
+        guard end > next, let stored = try source.storedFile(next..<end) else { return nil }
+        let body = FileBody(fd: stored.fd, offset: next, length: end - next)
+        next = end
+        return body
+    }
+
     func waitUntilReady(wanted: Int) throws {
         guard let source, next < range.upperBound else { return }
         try checkOpen(source)
