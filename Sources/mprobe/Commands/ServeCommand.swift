@@ -165,7 +165,10 @@ enum ServeCommand: OptionCommand {
             config.workers = n
         }
         let stop = StopSignal()
-        let service = try Service(config: config) { line in Console.writeStderr(line + "\n") }
+        let log = LogBuffer()
+        defer { log.close() }
+        let service = try Service(config: config) { log.write($0) }
+        log.flush()  // the cache's warnings, before what is written around the buffer
         let environment = ProcessInfo.processInfo.environment
         if let variable = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].first(where: {
             environment[$0] != nil
@@ -179,6 +182,7 @@ enum ServeCommand: OptionCommand {
             "mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)); open it in a browser for the dashboard\n"
         )
         stop.wait()
+        log.flush()
         Console.writeStderr("mprobe: stopping\n")
         service.stop(grace: 5)
         return .success
