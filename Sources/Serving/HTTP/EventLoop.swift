@@ -103,7 +103,7 @@ final class EventLoop: @unchecked Sendable {
                     if fd == wake {
                         drainPosted()
                     } else if fd == core.listener && listening {
-                        acceptAll()
+                        acceptOne()
                     } else if let connection = connections[fd] {
                         ready(connection, events: event.events)
                     }
@@ -175,38 +175,39 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Accepting
 
-    private func acceptAll() {
-        for _ in 0..<64 {
-            var address = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    mp_accept_nonblocking(core.listener, $0, &length)
-                }
+    /// Takes one connection per wake-up: the listener stays readable while more wait, and the
+    /// next wakes another loop (EPOLLEXCLUSIVE), so a burst of players is shared among the loops
+    /// instead of landing on the one that woke first.
+    private func acceptOne() {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let fd = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                mp_accept_nonblocking(core.listener, $0, &length)
             }
-            guard fd >= 0 else {
-                if errno == EMFILE || errno == ENFILE {
-                    // No descriptor for it: stop taking connections for a moment rather than spin.
-                    removeListener()
-                    pausedUntil = now + 0.1
-                    lastSweep = min(lastSweep, now - 0.9)
-                }
-                return
-            }
-            guard core.open.add(1, ordering: .relaxed).newValue <= core.limits.maxConnections + HTTPServer.refusalRoom
-            else {
-                core.open.subtract(1, ordering: .relaxed)
-                Glibc.close(fd)
-                continue
-            }
-            var on: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-            let connection = HTTPConnection(
-                fd: fd, id: core.nextID.add(1, ordering: .relaxed).newValue, peer: numericHost(address), now: now)
-            connections[fd] = connection
-            setInterest(connection, EventLoop.readable)
-            core.connections.opened(connection.id, fd: fd, client: connection.peer)
         }
+        guard fd >= 0 else {
+            if errno == EMFILE || errno == ENFILE {
+                // No descriptor for it: stop taking connections for a moment rather than spin.
+                removeListener()
+                pausedUntil = now + 0.1
+                lastSweep = min(lastSweep, now - 0.9)
+            }
+            return
+        }
+        guard core.open.add(1, ordering: .relaxed).newValue <= core.limits.maxConnections + HTTPServer.refusalRoom
+        else {
+            core.open.subtract(1, ordering: .relaxed)
+            Glibc.close(fd)
+            return
+        }
+        var on: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        let connection = HTTPConnection(
+            fd: fd, id: core.nextID.add(1, ordering: .relaxed).newValue, peer: numericHost(address), now: now)
+        connections[fd] = connection
+        setInterest(connection, EventLoop.readable)
+        core.connections.opened(connection.id, fd: fd, client: connection.peer)
     }
 
     private func setInterest(_ connection: HTTPConnection, _ events: UInt32?) {
