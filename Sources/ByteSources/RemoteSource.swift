@@ -140,6 +140,19 @@ public final class RemoteSource: MediaSource {
         return n
     }
 
+    /// Pins the version of the stored byte at `offset` without reading it, for a response that
+    /// sends it later (from the file, or read then): false, and nothing pinned, when the byte is
+    /// not stored, a fetch still compares it, or the size is not known yet.
+    public func pinStored(at offset: Int64) throws -> Bool {
+        try ensureOneVersion()
+        let (store, size, _, barrier) = resource.readView(at: offset)
+        guard barrier == nil, let size, offset < size else { return false }
+        let found = store.peek(at: offset)
+        guard found.count > 0 else { return false }
+        try pin(found.validators, generation: found.generation)
+        return true
+    }
+
     /// Waits until the byte at `offset` is stored (fetching the missing run from there, sized by
     /// the readahead and at least `count` bytes): false when the resource ends before it.
     @discardableResult

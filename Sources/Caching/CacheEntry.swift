@@ -336,7 +336,23 @@ public final class CacheEntry: RangeStore {
         // One look under the lock: the file, how much of it is present, and whose bytes they are.
         // The file object is one generation's; if the entry moves on meanwhile, the bytes read
         // from it are still of the generation taken here.
-        let (file, length, generation, validators) = state.withLock { s in
+        let (file, length, generation, validators) = look(at: offset)
+        let n = Int(min(Int64(buffer.count), length))
+        if n > 0, let file {
+            try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]), at: offset)
+            return StoredRead(count: n, generation: generation, validators: validators)
+        }
+        return StoredRead(count: 0, generation: generation, validators: validators)
+    }
+
+    public func peek(at offset: Int64) -> StoredRead {
+        let (_, length, generation, validators) = look(at: offset)
+        return StoredRead(count: Int(min(length, Int64(Int.max))), generation: generation, validators: validators)
+    }
+
+    /// The data file, how much of it is present from `offset`, and whose bytes they are.
+    private func look(at offset: Int64) -> (DataFile?, Int64, StoreGeneration, ResourceValidators) {
+        state.withLock { s in
             (
                 s.file,
                 max(
@@ -344,12 +360,6 @@ public final class CacheEntry: RangeStore {
                     s.pending.coveredLength(from: offset)), s.generation, s.validators
             )
         }
-        let n = Int(min(Int64(buffer.count), length))
-        if n > 0, let file {
-            try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]), at: offset)
-            return StoredRead(count: n, generation: generation, validators: validators)
-        }
-        return StoredRead(count: 0, generation: generation, validators: validators)
     }
 
     public func openStored(_ range: Range<Int64>) throws -> StoredFile? {

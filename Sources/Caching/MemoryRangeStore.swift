@@ -100,6 +100,14 @@ public final class MemoryRangeStore: RangeStore {
         }
     }
 
+    public func peek(at offset: Int64) -> StoredRead {
+        state.withLock { s in
+            StoredRead(
+                count: Int(min(s.available.coveredLength(from: offset), Int64(Int.max))),
+                generation: StoreGeneration(row: 0, number: s.generation), validators: s.validators)
+        }
+    }
+
     public func recordRead(fromCache: Int64, fetched: Int64) {}
 
     /// Memory has no file for the kernel to send from.

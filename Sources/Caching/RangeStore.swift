@@ -32,6 +32,9 @@ public protocol RangeStore: AnyObject, Sendable {
     /// Copies available bytes starting at `offset`: how many (0 if `offset` is not available),
     /// and the generation and validators they belong to, taken together with the bytes.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead
+    /// What `read` at `offset` would find, copying nothing: how many bytes are there from it (0 if
+    /// none), and the generation and validators they belong to.
+    func peek(at offset: Int64) -> StoredRead
     /// Counts one read for the hit/miss statistics.
     func recordRead(fromCache: Int64, fetched: Int64)
     /// A descriptor of the file that holds all of `range` (at the same offsets), for the kernel

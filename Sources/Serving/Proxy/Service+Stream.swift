@@ -133,7 +133,8 @@ extension Service {
         } else if !request.mayWait {
             throw MustWait()
         }
-        try readByte(at: first, of: source, mayWait: request.mayWait)
+        // A stored byte's version is pinned without reading it (the range is sent from the file).
+        if try !source.pinStored(at: first) { try readByte(at: first, of: source, mayWait: request.mayWait) }
         if let size = try source.size() { return size }
         throw APIError(status: 502, code: "origin_error", message: "\(source.input) did not say how long it is")
     }
