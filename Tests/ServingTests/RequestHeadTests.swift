@@ -34,6 +34,19 @@ final class RequestHeadTests: XCTestCase {
         XCTAssertEqual(head.contentLength, 0)
     }
 
+    /// The last target decoded on a connection is taken again only for the same bytes.
+    func testThePreviousTargetIsReusedOnlyWhenTheSame() throws {
+        let first = try parse("GET /v1/stream?url=a%20b HTTP/1.1\r\nHost: x\r\n")
+        let previous = RequestHead.Target(text: first.target, path: "/remembered", query: ["url": "remembered"])
+        let same = try RequestHead.parse(
+            ArraySlice(Array("GET /v1/stream?url=a%20b HTTP/1.1\r\nHost: x\r\n".utf8)), previous: previous)
+        XCTAssertEqual(same.path, "/remembered", "taken as it was")
+        let other = try RequestHead.parse(
+            ArraySlice(Array("GET /v1/stream?url=a%20c HTTP/1.1\r\nHost: x\r\n".utf8)), previous: previous)
+        XCTAssertEqual(other.path, "/v1/stream")
+        XCTAssertEqual(other.query, ["url": "a c"])
+    }
+
     func testConnectionAndVersionDecideKeepAlive() throws {
         XCTAssertFalse(try parse("GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Close\r\n").keepAlive)
         XCTAssertFalse(try parse("GET / HTTP/1.0\r\n").keepAlive, "HTTP/1.0 closes")

@@ -279,12 +279,13 @@ final class EventLoop: @unchecked Sendable {
                 }
                 let head: RequestHead
                 do {
-                    head = try RequestHead.parse(connection.input[0..<end + 2])
+                    head = try RequestHead.parse(connection.input[0..<end + 2], previous: connection.lastTarget)
                 } catch {
                     refuse(connection, error)
                     continue
                 }
                 connection.input.removeFirst(end + 4)
+                connection.lastTarget = RequestHead.Target(text: head.target, path: head.path, query: head.query)
                 connection.lastActivity = now
                 guard core.connections.requestArrived(connection.id) else {
                     hangUp(connection)

@@ -57,6 +57,8 @@ final class HTTPConnection: @unchecked Sendable {
     var input: [UInt8] = []
     /// How much of `input` was searched for the head's end without finding it.
     var scanned = 0
+    /// The last request's target, decoded (the next one is often the same).
+    var lastTarget: RequestHead.Target?
     /// The client closed its side: no more requests will come.
     var peerClosed = false
     var exchange: Exchange?

@@ -35,8 +35,17 @@ struct RequestHead: Sendable, Equatable {
         var path = ""
     }
 
-    /// Parses `bytes`, the head's lines, each ending in CRLF, without the blank line after them.
-    static func parse(_ bytes: ArraySlice<UInt8>) throws(Refusal) -> RequestHead {
+    /// The target as sent and what it decodes to.
+    struct Target: Sendable, Equatable {
+        var text: String
+        var path: String
+        var query: [String: String]
+    }
+
+    /// Parses `bytes`, the head's lines, each ending in CRLF, without the blank line after them;
+    /// `previous` is the last target decoded on the connection, taken as it is
+    /// when this one is the same (a player asks for the same URL, range after range).
+    static func parse(_ bytes: ArraySlice<UInt8>, previous: Target? = nil) throws(Refusal) -> RequestHead {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).makeIterator()
         guard let first = lines.next(), first.last == UInt8(ascii: "\r") else {
             throw Refusal(status: 400, message: "the request line does not end in CRLF")
@@ -47,9 +56,15 @@ struct RequestHead: Sendable, Equatable {
         }
         let method = String(decoding: parts[0], as: UTF8.self)
         let target = parts[1]
-        let (path, query) = splitTarget(target)
+        let decoded: Target
+        if let previous, previous.text.utf8.elementsEqual(target) {
+            decoded = previous
+        } else {
+            let (path, query) = splitTarget(target)
+            decoded = Target(text: String(decoding: target, as: UTF8.self), path: path, query: query)
+        }
         var head = RequestHead(
-            method: method, target: String(decoding: target, as: UTF8.self), path: path, query: query, headers: [:],
+            method: method, target: decoded.text, path: decoded.path, query: decoded.query, headers: [:],
             isHTTP11: true)
         func refuse(_ status: Int, _ message: String) -> Refusal {
             Refusal(status: status, message: message, method: head.method, target: head.target, path: head.path)
