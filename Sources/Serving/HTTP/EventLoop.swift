@@ -33,8 +33,8 @@ final class EventLoop: @unchecked Sendable {
     private var stopDeadline: Double?
     /// Told when the loop has ended, once it was asked to stop.
     private var stopped: DispatchSemaphore?
-    private var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.readBlock, alignment: 16)
-    private(set) var date: [UInt8] = []
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.readBlock, alignment: 16)
+    private var date: [UInt8] = []
     private var dateSecond = -1
     private var now = ProcessInfo.processInfo.systemUptime
     private var lastSweep = 0.0
@@ -105,7 +105,7 @@ final class EventLoop: @unchecked Sendable {
                     } else if fd == core.listener && listening {
                         acceptOne()
                     } else if let connection = connections[fd] {
-                        ready(connection, events: event.events)
+                        ready(connection)
                     }
                 }
             }
@@ -223,7 +223,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: A connection's events
 
-    private func ready(_ connection: HTTPConnection, events: UInt32) {
+    private func ready(_ connection: HTTPConnection) {
         switch connection.phase {
         case .head, .body, .lingering:
             readInput(connection)
@@ -352,11 +352,18 @@ final class EventLoop: @unchecked Sendable {
         let exchange = Exchange(
             method: refusal.method, target: refusal.target, path: refusal.path, query: [:], keepAlive: false)
         connection.exchange = exchange
+        let code =
+            switch refusal.status {
+            case 411: "length_required"
+            case 431: "header_too_large"
+            case 505: "version_not_supported"
+            default: "bad_request"
+            }
         let answer =
             response
             ?? HTTPResponse.text(
                 refusal.status,
-                #"{"error": {"code": "bad_request", "message": "\#(refusal.message)"}}"# + "\n",
+                #"{"error": {"code": "\#(code)", "message": "\#(refusal.message)"}}"# + "\n",
                 contentType: "application/json")
         start(connection, answer)
     }
