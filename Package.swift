@@ -18,6 +18,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // epoll, eventfd, sendfile and accept4 for the HTTP server's event loops.
         .target(name: "CSockets"),
+        // libpq's header (Debian: libpq-dev) and a loader that opens it on first use, as for FFmpeg:
+        // only `serve --jobs postgres://` needs PostgreSQL's client library installed.
+        .target(name: "CPostgres", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // URL text as shown and stored: credentials redacted, cache keys without userinfo.
@@ -45,7 +48,7 @@ let package = Package(
             name: "Serving",
             dependencies: [
                 "Reports", "MediaKit", "Containers", "FFmpeg", "ByteSources", "Caching", "RangeFetch",
-                "Support", "URLSupport", "CSockets", "CSQLite",
+                "Support", "URLSupport", "CSockets", "CSQLite", "CPostgres",
             ],
             resources: [.embedInCode("Dashboard"), .embedInCode("API/openapi.json")]),
         .executableTarget(
@@ -67,7 +70,7 @@ let package = Package(
             name: "MediaKitTests", dependencies: ["MediaKit", "Containers", "FFmpeg", "ByteSources", "Caching", "TestSupport"]),
         .testTarget(
             name: "ReportsTests", dependencies: ["Reports", "MediaKit", "FFmpeg", "ByteSources", "TestSupport"]),
-        .testTarget(name: "ServingTests", dependencies: ["Serving", "TestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "Caching", "TestSupport"]),
         // The CLI's parser over argument lists in memory (fast tier, no binary run).
         .testTarget(name: "ArgumentsTests", dependencies: ["mprobe"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "Caching"]),

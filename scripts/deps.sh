@@ -6,6 +6,8 @@ set -euo pipefail
 MPROBE_DEB_PACKAGES=(
     pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcurl4-openssl-dev libsqlite3-dev
+    libpq-dev                                  # libpq's header: serve --jobs postgres:// (loaded at run time, only then)
+    postgresql                                 # the job store tests and bench/scale.sh start their own (initdb, in a temp dir)
     nginx ffmpeg openssl curl ca-certificates  # test origins, oracles and clients
     sqlite3                                    # tests write impossible index records with it
     time python3 python3-pip                   # bench/fuzz.sh (run by the tests too): peak RSS, the mutator; pip for PyPI below

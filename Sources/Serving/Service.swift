@@ -76,11 +76,16 @@ public final class Service: Sendable {
         fetchOptions.headers.append(try RequestHeader(parsing: Service.viaHeader))
         session = MediaSession(
             cache: cache, fetchOptions: fetchOptions, keepWarm: 64, onNotice: { log("warning: " + $0) })
-        store = try SQLiteJobStore(cache: cache)
+        store =
+            if let url = config.jobsURL {
+                try PostgresJobStore(url: url, connections: config.workers + 4)
+            } else {
+                try SQLiteJobStore(cache: cache)
+            }
         let files = config.cacheDirectory + "/jobs"
         runner = JobRunner(
             store: store, session: session, guardian: guardian, metrics: metrics, filesDirectory: files,
-            limits: config.limits)
+            limits: config.limits, leaseSeconds: config.jobLeaseSeconds, maxAttempts: config.maxJobAttempts)
         for warning in cache.warnings { log("warning: \(warning)") }
         var limits = HTTPServer.Limits()
         limits.maxBody = config.limits.maxRequestBody
@@ -109,6 +114,7 @@ public final class Service: Sendable {
         let server = self.server.withLock { $0 }
         server?.quiesce()
         runner.stop(until: deadline)
+        store.close()
         while streams.load(ordering: .relaxed) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         stopping.cancel()
         server?.stop()

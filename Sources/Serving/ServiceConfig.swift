@@ -20,6 +20,14 @@ public struct ServiceConfig: Sendable {
     public var maxCacheBytes = ByteCache.defaultMaxBytes
     /// Jobs run at once.
     public var workers = 2
+    /// Where jobs are kept: nil for `jobs.sqlite` in the cache directory (one machine), or a
+    /// PostgreSQL URL that every node of a cluster names (`postgres://user@host/db`).
+    public var jobsURL: String?
+    /// How long a running job stays held without its worker renewing the lease (a third of it
+    /// between renewals): how soon the jobs of a node that died run elsewhere.
+    public var jobLeaseSeconds: Double = 30
+    /// Runs of one job at most: a job whose worker is lost this many times is failed.
+    public var maxJobAttempts = 3
     public var fetchOptions = FetchOptions()
     public var limits = ServiceLimits()
 

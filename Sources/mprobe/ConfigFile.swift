@@ -11,6 +11,7 @@ import Foundation
 ///   "headers": ["X-Team: video"], "user_agent": "acme-probe/1", "proxy": "http://proxy:3128",
 ///   "cache_key": "s3", "cache_key_ignore_query": ["session"],
 ///   "public_hosts": ["media.example.com"], "allow_origins": ["https://app.example.com"],
+///   "jobs": "postgres://mprobe@db.internal/mprobe",
 ///   "hosts": {
 ///     "*.cloudfront.net": { "cache_key": "cloudfront" },
 ///     "media.internal": { "headers": ["Authorization: Bearer ..."] }
@@ -31,6 +32,8 @@ struct ConfigFile: Decodable {
     /// `serve` only: `--public-host` and `--allow-origin`, as lists.
     var publicHosts: [String]?
     var allowOrigins: [String]?
+    /// `serve` only: `--jobs`.
+    var jobs: String?
 
     /// What may differ by host pattern (`*.example.com`, `example.com:8080`).
     struct HostSettings: Decodable {
@@ -49,12 +52,12 @@ struct ConfigFile: Decodable {
     enum CodingKeys: String, CodingKey {
         case cacheDir = "cache_dir", maxCacheSize = "max_cache_size", timeout, cacert, userAgent = "user_agent", proxy,
             headers, cacheKey = "cache_key", cacheKeyIgnoreQuery = "cache_key_ignore_query", hosts,
-            publicHosts = "public_hosts", allowOrigins = "allow_origins"
+            publicHosts = "public_hosts", allowOrigins = "allow_origins", jobs
     }
 
     static let keys: Set<String> = [
         "cache_dir", "max_cache_size", "timeout", "cacert", "user_agent", "proxy",
-        "headers", "cache_key", "cache_key_ignore_query", "hosts", "public_hosts", "allow_origins",
+        "headers", "cache_key", "cache_key_ignore_query", "hosts", "public_hosts", "allow_origins", "jobs",
     ]
 
     /// The file to read: `--config FILE` (which must exist), else the user's file if there is one.

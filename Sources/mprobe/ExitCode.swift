@@ -30,7 +30,7 @@ enum ExitCode: Int32, CaseIterable {
         case .success: return "success"
         case .partialFailure: return "some inputs of a batch failed (mprobe ffprobe: the input could not be read)"
         case .usage: return "usage error (unknown option, bad value)"
-        case .network: return "network or HTTP error (unreachable, 4xx/5xx, timeout, TLS)"
+        case .network: return "network or HTTP error (unreachable, 4xx/5xx, timeout, TLS; serve: its PostgreSQL)"
         case .offlineMiss: return "--offline and the needed bytes are not cached"
         case .media: return "not readable media (malformed, truncated, unsupported)"
         case .localIO: return "local file or cache directory error"
@@ -54,7 +54,8 @@ enum ExitCode: Int32, CaseIterable {
             case .unsupportedInput, .invalidURL: return .usage
             case .inconsistentOrigin, .versionChanged: return .network
             }
-        case is CacheError, is SQLiteError, is OutputError, is StdoutError: return .localIO
+        case is CacheError, is SQLiteError, is OutputError, is StdoutError, is JobStoreError: return .localIO
+        case is PostgresError: return .network  // serve's job store could not be reached
         case let e as MediaError: return e == .interrupted ? .cancelled : .media
         case is CancellationError: return .cancelled
         case is FFmpegError: return .media

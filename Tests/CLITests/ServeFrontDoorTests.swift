@@ -59,6 +59,11 @@ final class ServeFrontDoorTests: CLITestCase {
         try page.navigate(attacker.url("/attack.html"))
         try page.wait(for: "window.attacked === true", timeout: 60)
         // Every attempt reached the service (else this test would prove nothing) and was refused.
+        // The log is written in batches (every 0.1 s): wait for the lines.
+        _ = waitUntil(seconds: 10) {
+            let lines = (try? self.logged(server, "/v1")) ?? []
+            return lines.filter { $0.method == "POST" }.count >= 5 && lines.count >= 11
+        }
         let posts = try logged(server, "/v1/jobs")
         XCTAssertGreaterThanOrEqual(posts.filter { $0.method == "POST" }.count, 5, "\(posts)")
         XCTAssertTrue(posts.allSatisfy { $0.status == 403 }, "\(posts)")
@@ -76,7 +81,9 @@ final class ServeFrontDoorTests: CLITestCase {
                     + (mediaURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")))
         attacker.route("/hop-stream", .redirect(to: server.stream(mediaURL)))
         attacker.route("/hop-jobs", .redirect(to: server.base + "/v1/jobs"))
+        let before = try logged(server, "/v1").count
         for hop in ["/hop-probe", "/hop-stream", "/hop-jobs"] { try page.navigate(attacker.url(hop)) }
+        XCTAssertTrue(waitUntil(seconds: 10) { ((try? self.logged(server, "/v1").count) ?? 0) >= before + 3 })
         XCTAssertTrue(try logged(server, "/v1/probe").suffix(1).allSatisfy { $0.status == 403 })
         XCTAssertTrue(try logged(server, "/v1/stream").suffix(1).allSatisfy { $0.status == 403 })
         XCTAssertEqual(try logged(server, "/v1/jobs").last?.status, 200, "reading the jobs is no effect")

@@ -159,11 +159,13 @@ extension Service {
     /// `DELETE /v1/jobs/{id}`: a queued job is cancelled at once, a running one as soon as it
     /// notices; a finished one is left as it is (409).
     func cancelJob(_ id: String) throws -> HTTPResponse {
-        guard let job = try store.job(id: id) else { throw APIError.notFound("no job \(id)") }
-        if job.state == .queued, try store.cancelQueued(id: id) {
+        switch try store.cancel(id: id) {
+        case .notFound:
+            throw APIError.notFound("no job \(id)")
+        case .cancelled:
             return try showJob(id)
-        }
-        if job.state == .running || job.state == .queued {
+        case .requested:
+            // Here at once if it runs here; on another node through the store's notice or lease.
             runner.cancelRunning(id: id)
             // The worker records the end; answer with what is known now.
             let deadline = Date().addingTimeInterval(2)
@@ -171,10 +173,11 @@ extension Service {
                 Thread.sleep(forTimeInterval: 0.02)
             }
             return try showJob(id)
+        case .finished(let state):
+            throw APIError(
+                status: 409, code: "finished",
+                message: "job \(id) has already \(state == .done ? "finished" : state.rawValue)")
         }
-        throw APIError(
-            status: 409, code: "finished",
-            message: "job \(id) has already \(job.state.rawValue == "done" ? "finished" : job.state.rawValue)")
     }
 
     /// `GET /v1/jobs/{id}/files/{n}/{name}`: a thumbnail job's images, sprites, VTT and manifest,

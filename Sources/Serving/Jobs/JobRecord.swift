@@ -39,9 +39,12 @@ public struct JobRecord: Sendable {
     /// Its place in the order of submission (the store's; 0 before it is stored): pages of a
     /// listing continue from it.
     public var seq: Int64 = 0
+    /// Runs started, counting one that is running: more than 1 when a worker was lost (or the
+    /// service stopped) while it ran.
+    public var attempts = 0
 
-    /// `{"id", "type", "state", "progress", "result", "error", "created", "started", "finished",
-    /// "request"}`, times in ISO 8601; `request` is the body the job was submitted with.
+    /// `{"id", "type", "state", "progress", "attempts", "result", "error", "created", "started",
+    /// "finished", "request"}`, times in ISO 8601; `request` is the body the job was submitted with.
     var json: JSON {
         let result: JSON = self.result.map { .verbatim($0) } ?? .null
         let error: JSON =
@@ -55,7 +58,7 @@ public struct JobRecord: Sendable {
                     ("items_done", .int(progress.itemsDone)), ("items", .int(progress.items)),
                 ])
             ),
-            ("result", result), ("error", error),
+            ("attempts", .int(Int64(attempts))), ("result", result), ("error", error),
             ("created", .string(JobRecord.iso(created))),
             ("started", started.map { .string(JobRecord.iso($0)) } ?? .null),
             ("finished", finished.map { .string(JobRecord.iso($0)) } ?? .null),

@@ -10,8 +10,11 @@ import URLSupport
 /// Runs queued jobs on a bounded pool of worker threads. Jobs share the service's session, so two
 /// jobs on one URL share its fetches through the cache, and origin connections stay warm.
 ///
-/// A running job has its own cancellation: `DELETE /v1/jobs/{id}` cancels it (state `cancelled`);
-/// stopping the service cancels it too but puts it back in the queue, to run again after a restart.
+/// A running job has its own cancellation: `DELETE /v1/jobs/{id}` cancels it (state `cancelled`),
+/// on whichever node runs it (the store tells that node, or its next lease renewal does);
+/// stopping the service cancels it too but puts it back in the queue, to run again here after a
+/// restart or at once on another node. A job whose lease this node lost (the store was out of
+/// reach too long) is stopped and records nothing: another worker runs it.
 final class JobRunner: Sendable {
     private let store: JobStore
     private let session: MediaSession
@@ -20,12 +23,22 @@ final class JobRunner: Sendable {
     /// Where thumbnail jobs write their files: `<filesDirectory>/<job id>/<n>/...`.
     let filesDirectory: String
     private let limits: ServiceLimits
+    private let leaseSeconds: Double
+    private let maxAttempts: Int
+
+    private struct Running {
+        let token: Cancellation
+        let lease: JobLease
+        /// The lease was lost: the job stops and records nothing.
+        var lost = false
+    }
 
     private struct State {
-        var running: [String: Cancellation] = [:]
-        /// Jobs cancelled after a worker claimed them but before it registered them in `running`:
-        /// the worker cancels them as it registers them.
-        var cancelledEarly: Set<String> = []
+        var running: [String: Running] = [:]
+        /// Jobs asked to cancel that run nowhere here yet: a worker may have just claimed one
+        /// and not yet registered it, and cancels it as it does. Kept a minute at most (the job
+        /// may run on another node), when renewals have long told any worker.
+        var cancelledEarly: [String: Date] = [:]
         /// Requests whose URLs hold secrets the store does not keep, by job id, until they ran.
         var requests: [String: [UInt8]] = [:]
         var stopping = false
@@ -34,12 +47,16 @@ final class JobRunner: Sendable {
     private let state = Mutex(State())
     /// Wakes idle workers when a job is queued or the runner stops.
     private let queue = QueueSignal()
+    /// Wakes the lease renewer when the runner stops.
+    private let renewals = QueueSignal()
 
     init(
         store: JobStore, session: MediaSession, guardian: OriginGuard, metrics: Metrics, filesDirectory: String,
-        limits: ServiceLimits
+        limits: ServiceLimits, leaseSeconds: Double, maxAttempts: Int
     ) {
         self.store = store
+        self.leaseSeconds = leaseSeconds
+        self.maxAttempts = maxAttempts
         self.limits = limits
         self.session = session
         self.guardian = guardian
@@ -47,11 +64,23 @@ final class JobRunner: Sendable {
         self.filesDirectory = filesDirectory
     }
 
-    /// Jobs an earlier run left running are queued again, then `count` workers start.
+    /// Jobs that processes of this machine left running when they died are released (others'
+    /// wait for their leases to end), the store's notices are followed, then `count` workers
+    /// and the lease renewer start.
     func start(workers count: Int) throws {
-        _ = try store.requeueRunning()
+        _ = try store.releaseAbandoned()
         removeOldJobs()
         JobFiles.removeTemporaries(root: filesDirectory)
+        store.watch { [weak self] event in
+            switch event {
+            case .queued: self?.jobQueued()
+            case .cancel(let id): self?.cancelRunning(id: id)
+            }
+        }
+        state.withLock { $0.workers += 1 }
+        let renewer = Thread { [self] in renewLeases() }
+        renewer.name = "mprobe.job.leases"
+        renewer.start()
         for n in 0..<max(1, count) {
             state.withLock { $0.workers += 1 }
             let thread = Thread { [self] in work() }
@@ -71,7 +100,13 @@ final class JobRunner: Sendable {
     /// Cancels a running job, or one a worker has just claimed and is about to run.
     func cancelRunning(id: String) {
         state.withLock { s in
-            if let token = s.running[id] { token.cancel() } else { s.cancelledEarly.insert(id) }
+            if let running = s.running[id] {
+                running.token.cancel()
+                return
+            }
+            let now = Date()
+            s.cancelledEarly = s.cancelledEarly.filter { now.timeIntervalSince($0.value) < 60 }
+            s.cancelledEarly[id] = now
         }
     }
 
@@ -80,10 +115,11 @@ final class JobRunner: Sendable {
     func stop(until deadline: Date) {
         let tokens = state.withLock { s -> [Cancellation] in
             s.stopping = true
-            return Array(s.running.values)
+            return s.running.values.map(\.token)
         }
         tokens.forEach { $0.cancel() }
         jobQueued()
+        renewals.post()
         while state.withLock({ $0.workers }) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
     }
 
@@ -94,25 +130,60 @@ final class JobRunner: Sendable {
         while !stopping {
             let seen = queue.count
             let claimed: JobRecord?
+            let lease = JobLease(holder: JobLease.newHolder(), seconds: leaseSeconds, maxAttempts: maxAttempts)
             do {
-                claimed = try store.claimNext()
+                claimed = try store.claimNext(lease: lease)
             } catch {
                 queue.wait(whileCountIs: seen, atMost: 1)  // the store is busy or failing: look again soon
                 continue
             }
             guard let job = claimed else {
-                queue.wait(whileCountIs: seen, atMost: nil)
+                // Notices wake a worker at once; looking every few seconds besides finds the jobs
+                // of expired leases, and any job whose notice was lost.
+                queue.wait(whileCountIs: seen, atMost: JobRunner.pollSeconds(lease: leaseSeconds))
                 continue
             }
-            run(job)
+            run(job, lease: lease)
         }
     }
 
-    private func run(_ job: JobRecord) {
+    /// How often an idle worker looks at the store unasked.
+    static func pollSeconds(lease: Double) -> Double { min(5, max(0.1, lease / 2)) }
+
+    /// Renews the lease of every job running here, a few times per lease, until the runner stops
+    /// and its workers have left. A cancel asked for elsewhere, or a lease lost, stops the job.
+    private func renewLeases() {
+        defer { state.withLock { $0.workers -= 1 } }
+        while true {
+            let seen = renewals.count
+            let (held, last) = state.withLock { s in
+                (s.running.map { ($0.key, $0.value.lease) }, s.stopping && s.workers == 1)
+            }
+            if last { return }
+            for (id, lease) in held {
+                // A store out of reach: the job goes on, and finds at its end whether it still holds it.
+                guard let now = try? store.renew(id: id, lease: lease) else { continue }
+                state.withLock { s in
+                    guard var running = s.running[id], running.lease == lease else { return }
+                    switch now {
+                    case .held: return
+                    case .cancelRequested: running.token.cancel()
+                    case .lost:
+                        running.lost = true
+                        running.token.cancel()
+                    }
+                    s.running[id] = running
+                }
+            }
+            renewals.wait(whileCountIs: seen, atMost: stopping ? 0.05 : leaseSeconds / 3)
+        }
+    }
+
+    private func run(_ job: JobRecord, lease: JobLease) {
         let token = Cancellation()
         state.withLock { s in
-            s.running[job.id] = token
-            if s.cancelledEarly.remove(job.id) != nil { token.cancel() }
+            s.running[job.id] = Running(token: token, lease: lease)
+            if s.cancelledEarly.removeValue(forKey: job.id) != nil { token.cancel() }
         }
         defer { state.withLock { _ = $0.running.removeValue(forKey: job.id) } }
         let started = Date()
@@ -125,7 +196,7 @@ final class JobRunner: Sendable {
                     status: 409, code: "credentials_lost",
                     message: "the service restarted and did not keep this job's signed URLs; submit it again")
             }
-            let progress = ProgressKeeper(id: job.id, store: store, items: spec.urls.count)
+            let progress = ProgressKeeper(id: job.id, lease: lease, store: store, items: spec.urls.count)
             let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
             progress.save()
             if result.text.utf8.count > limits.maxJobResultBytes {
@@ -145,12 +216,14 @@ final class JobRunner: Sendable {
             outcome = (.failed, nil, failure.code, failure.message)
         }
         if token.isCancelled {
+            // Another worker holds the job now: it records the outcome.
+            if state.withLock({ $0.running[job.id]?.lost ?? false }) { return }
             // Stopping puts the job back in the queue; a DELETE ends it.
             outcome = stopping ? (.queued, nil, nil, nil) : (.cancelled, nil, "cancelled", "the job was cancelled")
         }
         if outcome.state.isFinal { metrics.countJob(seconds: Date().timeIntervalSince(started)) }
-        try? store.finish(
-            id: job.id, state: outcome.state, result: outcome.result, errorCode: outcome.code,
+        _ = try? store.finish(
+            id: job.id, lease: lease, state: outcome.state, result: outcome.result, errorCode: outcome.code,
             errorMessage: outcome.message)
         removeOldJobs()
     }
@@ -242,10 +315,12 @@ private final class ProgressKeeper: Sendable {
     }
     private let state: Mutex<State>
     private let id: String
+    private let lease: JobLease
     private let store: JobStore
 
-    init(id: String, store: JobStore, items: Int) {
+    init(id: String, lease: JobLease, store: JobStore, items: Int) {
         self.id = id
+        self.lease = lease
         self.store = store
         var initial = State()
         initial.progress.items = items
@@ -263,7 +338,7 @@ private final class ProgressKeeper: Sendable {
 
     func save() {
         let progress = state.withLock { $0.progress }
-        try? store.saveProgress(id: id, progress)
+        try? store.saveProgress(id: id, lease: lease, progress)
     }
 
     private func update(_ change: (inout State) -> Void) {
@@ -275,7 +350,7 @@ private final class ProgressKeeper: Sendable {
             s.saved = Date()
             return s.progress
         }
-        if let due { try? store.saveProgress(id: id, due) }
+        if let due { try? store.saveProgress(id: id, lease: lease, due) }
     }
 }
 

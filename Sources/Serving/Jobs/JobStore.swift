@@ -1,9 +1,14 @@
-import Caching
 import Foundation
-import Synchronization
 
-/// Where jobs live, so that a restart loses none. Small on purpose: the SQLite store serves one
-/// machine; a PostgreSQL store for several machines can implement the same calls.
+/// Where jobs live, so that a restart loses none: SQLite beside the cache for one machine
+/// (`SQLiteJobStore`), PostgreSQL for any number of `serve` processes on any number of machines
+/// (`PostgresJobStore`).
+///
+/// A running job is held under a lease: the worker that claimed it renews it while it runs; a
+/// job whose lease ran out (its process died, or lost the store) goes back to the queue and runs
+/// again, at most `JobLease.maxAttempts` times in all. Writes about a running job name the lease
+/// they hold, and one that no longer holds it changes nothing: a job that ran twice keeps the
+/// result of the run that held its lease when it ended.
 public protocol JobStore: Sendable {
     func insert(_ job: JobRecord) throws
     func job(id: String) throws -> JobRecord?
@@ -11,190 +16,106 @@ public protocol JobStore: Sendable {
     /// (a page after a page); `state` nil for all.
     func jobs(state: JobState?, before: Int64?, limit: Int) throws -> [JobRecord]
     func count(state: JobState) throws -> Int
-    /// The oldest queued job, marked running (started now) in the same step, or nil.
-    func claimNext() throws -> JobRecord?
-    func saveProgress(id: String, _ progress: JobProgress) throws
+    /// The oldest queued job, marked running under `lease` in the same step, or nil. Jobs whose
+    /// lease ran out are first put back in the queue, or failed (`attempts_exhausted`) when they
+    /// have run `lease.maxAttempts` times, or cancelled when a cancel was asked for.
+    func claimNext(lease: JobLease) throws -> JobRecord?
+    /// Extends the lease of a job still held by `lease`, saying whether a cancel was asked for.
+    func renew(id: String, lease: JobLease) throws -> LeaseState
+    func saveProgress(id: String, lease: JobLease, _ progress: JobProgress) throws
     /// A running job ended: `done` with a result, `failed` with an error, `cancelled`, or back to
-    /// `queued` to run again (the service is stopping).
-    func finish(id: String, state: JobState, result: String?, errorCode: String?, errorMessage: String?) throws
-    /// Cancels a queued job; false when it was not queued.
-    func cancelQueued(id: String) throws -> Bool
-    /// Jobs a stopped service left running go back to the queue; returns how many.
-    func requeueRunning() throws -> Int
+    /// `queued` to run again (the service is stopping). False, and nothing changed, when `lease`
+    /// no longer holds the job.
+    @discardableResult
+    func finish(
+        id: String, lease: JobLease, state: JobState, result: String?, errorCode: String?, errorMessage: String?
+    )
+        throws -> Bool
+    /// Cancels a queued job at once; asks the worker of a running one to stop (it sees the ask
+    /// when it renews its lease, or sooner through `watch`).
+    func cancel(id: String) throws -> CancelOutcome
+    /// Jobs held by processes of this machine that are gone are put back in the queue without
+    /// waiting for their leases to run out; returns how many.
+    func releaseAbandoned() throws -> Int
     /// Removes finished jobs beyond the newest `count` and those finished before `cutoff`;
     /// returns their ids (their files go too).
     func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String]
+    /// Tells `handler` of what other processes do: a job queued, a cancel asked for. Stores that
+    /// cannot tell (SQLite) call nothing; workers look every `JobLease.pollSeconds` besides.
+    func watch(_ handler: @escaping @Sendable (JobEvent) -> Void)
+    /// Stops watching and closes connections.
+    func close()
 }
 
-/// Jobs in `jobs.sqlite` beside the cache index (WAL mode, private like the cache).
-public final class SQLiteJobStore: JobStore {
-    private let db: Mutex<SQLiteDatabase>
+/// What a worker holds a running job under.
+public struct JobLease: Sendable, Equatable {
+    /// Unique for each claim: the process (host, boot, pid) and a random part.
+    public var holder: String
+    /// How long the job stays held without a renewal.
+    public var seconds: Double
+    /// Runs of one job at most, counting the first: a job whose worker keeps dying is failed.
+    public var maxAttempts: Int
 
-    public init(cache: ByteCache) throws {
-        let database = try cache.openDatabase(named: "jobs.sqlite")
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS jobs(
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                id TEXT NOT NULL UNIQUE,
-                type TEXT NOT NULL,
-                spec TEXT NOT NULL,
-                state TEXT NOT NULL,
-                bytes INTEGER NOT NULL DEFAULT 0,
-                total_bytes INTEGER NOT NULL DEFAULT 0,
-                items_done INTEGER NOT NULL DEFAULT 0,
-                items INTEGER NOT NULL DEFAULT 0,
-                result TEXT,
-                error_code TEXT,
-                error_message TEXT,
-                created REAL NOT NULL,
-                started REAL,
-                finished REAL);
-            CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, seq);
-            """)
-        db = Mutex(database)
+    public init(holder: String, seconds: Double, maxAttempts: Int) {
+        self.holder = holder
+        self.seconds = seconds
+        self.maxAttempts = maxAttempts
     }
 
-    private static let columns =
-        "id, type, spec, state, bytes, total_bytes, items_done, items, result, error_code, "
-        + "error_message, created, started, finished, seq"
+    /// This process: host name, boot id and pid, which `releaseAbandoned` reads back.
+    public static let process: String = {
+        let boot =
+            (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+        return "\(ProcessInfo.processInfo.hostName)|\(boot)|\(getpid())"
+    }()
 
-    private static func record(_ row: SQLiteRow) -> JobRecord? {
-        guard let id = row.text(0), let type = row.text(1).flatMap(JobType.init), let spec = row.text(2),
-            let state = row.text(3).flatMap(JobState.init)
-        else { return nil }
-        var progress = JobProgress()
-        progress.bytes = row.int(4)
-        progress.totalBytes = row.int(5)
-        progress.itemsDone = Int(row.int(6))
-        progress.items = Int(row.int(7))
-        func date(_ column: Int32) -> Date? {
-            row.isNull(column) ? nil : Date(timeIntervalSince1970: row.double(column))
-        }
-        return JobRecord(
-            id: id, type: type, spec: spec, state: state, progress: progress, result: row.text(8),
-            errorCode: row.text(9), errorMessage: row.text(10),
-            created: date(11) ?? Date(timeIntervalSince1970: 0), started: date(12), finished: date(13),
-            seq: row.int(14))
+    /// A new holder for one claim by this process.
+    public static func newHolder() -> String {
+        process + "|" + UUID().uuidString.lowercased().prefix(8)
     }
 
-    public func insert(_ job: JobRecord) throws {
-        try db.withLock { db in
-            try db.query(
-                """
-                INSERT INTO jobs(id, type, spec, state, items, created) VALUES(?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(job.id), .text(job.type.rawValue), .text(job.spec), .text(job.state.rawValue),
-                    .int(Int64(job.progress.items)), .double(job.created.timeIntervalSince1970),
-                ])
-        }
+    /// The pid of a holder made by a process of this machine since it booted, or nil.
+    static func localPid(of holder: String) -> pid_t? {
+        let parts = holder.split(separator: "|", omittingEmptySubsequences: false)
+        let own = process.split(separator: "|", omittingEmptySubsequences: false)
+        guard parts.count == 4, own.count == 3, parts[0] == own[0], parts[1] == own[1] else { return nil }
+        return pid_t(parts[2])
     }
 
-    public func job(id: String) throws -> JobRecord? {
-        try db.withLock { db in
-            var found: JobRecord?
-            try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs WHERE id = ?", [.text(id)]) {
-                found = SQLiteJobStore.record($0)
-            }
-            return found
-        }
+    /// The holder's process is known to be gone (not merely unreachable).
+    static func holderIsGone(_ holder: String) -> Bool {
+        guard let pid = localPid(of: holder), pid > 0 else { return false }
+        return kill(pid, 0) != 0 && errno == ESRCH
     }
+}
 
-    public func jobs(state: JobState?, before: Int64?, limit: Int) throws -> [JobRecord] {
-        try db.withLock { db in
-            var list: [JobRecord] = []
-            let filter = "WHERE seq < ?" + (state == nil ? "" : " AND state = ?")
-            let bindings: [SQLiteValue] =
-                [.int(before ?? Int64.max)] + (state.map { [.text($0.rawValue)] } ?? []) + [.int(Int64(limit))]
-            try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs \(filter) ORDER BY seq DESC LIMIT ?", bindings) {
-                if let job = SQLiteJobStore.record($0) { list.append(job) }
-            }
-            return list
-        }
-    }
+public enum LeaseState: Sendable, Equatable {
+    case held
+    /// Still held, and a cancel was asked for.
+    case cancelRequested
+    /// Another worker holds it now, or it ended: this worker must stop and record nothing.
+    case lost
+}
 
-    public func count(state: JobState) throws -> Int {
-        try db.withLock {
-            Int(try $0.scalar("SELECT COUNT(*) FROM jobs WHERE state = ?", [.text(state.rawValue)]) ?? 0)
-        }
-    }
+public enum CancelOutcome: Sendable, Equatable {
+    /// It was queued, and is cancelled.
+    case cancelled
+    /// It is running; its worker was asked to stop.
+    case requested
+    /// It had already ended in this state.
+    case finished(JobState)
+    case notFound
+}
 
-    public func claimNext() throws -> JobRecord? {
-        try db.withLock { db in
-            try db.writeTransaction {
-                var next: JobRecord?
-                try db.query("SELECT \(SQLiteJobStore.columns) FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1") {
-                    next = SQLiteJobStore.record($0)
-                }
-                guard var job = next else { return nil }
-                let now = Date()
-                try db.query(
-                    "UPDATE jobs SET state = 'running', started = ? WHERE id = ?",
-                    [.double(now.timeIntervalSince1970), .text(job.id)])
-                job.state = .running
-                job.started = now
-                return job
-            }
-        }
-    }
+public enum JobEvent: Sendable, Equatable {
+    case queued
+    case cancel(id: String)
+}
 
-    public func saveProgress(id: String, _ progress: JobProgress) throws {
-        try db.withLock { db in
-            try db.query(
-                "UPDATE jobs SET bytes = ?, total_bytes = ?, items_done = ?, items = ? WHERE id = ?",
-                [
-                    .int(progress.bytes), .int(progress.totalBytes), .int(Int64(progress.itemsDone)),
-                    .int(Int64(progress.items)), .text(id),
-                ])
-        }
-    }
-
-    public func finish(id: String, state: JobState, result: String?, errorCode: String?, errorMessage: String?) throws {
-        try db.withLock { db in
-            let finished: SQLiteValue = state.isFinal ? .double(Date().timeIntervalSince1970) : .null
-            try db.query(
-                """
-                UPDATE jobs SET state = ?, result = ?, error_code = ?, error_message = ?, finished = ?,
-                    started = CASE WHEN ? = 'queued' THEN NULL ELSE started END
-                WHERE id = ?
-                """,
-                [
-                    .text(state.rawValue), .optionalText(result), .optionalText(errorCode), .optionalText(errorMessage),
-                    finished, .text(state.rawValue), .text(id),
-                ])
-        }
-    }
-
-    public func cancelQueued(id: String) throws -> Bool {
-        try db.withLock { db in
-            try db.query(
-                "UPDATE jobs SET state = 'cancelled', finished = ? WHERE id = ? AND state = 'queued'",
-                [.double(Date().timeIntervalSince1970), .text(id)])
-            return db.changes > 0
-        }
-    }
-
-    public func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String] {
-        try db.withLock { db in
-            var ids: [String] = []
-            try db.query(
-                """
-                SELECT id FROM jobs WHERE finished IS NOT NULL AND (finished < ? OR seq NOT IN
-                    (SELECT seq FROM jobs WHERE finished IS NOT NULL ORDER BY seq DESC LIMIT ?))
-                """, [.double(cutoff.timeIntervalSince1970), .int(Int64(count))]
-            ) { row in
-                if let id = row.text(0) { ids.append(id) }
-            }
-            for id in ids { try db.query("DELETE FROM jobs WHERE id = ?", [.text(id)]) }
-            return ids
-        }
-    }
-
-    public func requeueRunning() throws -> Int {
-        try db.withLock { db in
-            try db.query("UPDATE jobs SET state = 'queued', started = NULL WHERE state = 'running'")
-            return db.changes
-        }
+/// The message of a job failed for running too often.
+enum JobStoreText {
+    static func exhausted(_ attempts: Int) -> String {
+        "the job was started \(attempts) times and its worker was lost each time (a process died, or lost the job store)"
     }
 }

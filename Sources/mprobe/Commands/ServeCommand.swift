@@ -11,7 +11,8 @@ enum ServeCommand: OptionCommand {
                             [--public-host NAME[:PORT]]... [--allow-origin ORIGIN]...
                             [--allow-host HOST[:PORT]]... [--header-for HOST 'Name: value']...
                             [--location-trusted HOST]... [--cache-dir DIR] [--max-cache-size SIZE]
-                            [--workers N] [--max-connections N] [--max-connections-per-client N]
+                            [--workers N] [--jobs postgres://...] [--job-lease SECONDS] [--job-attempts N]
+                            [--max-connections N] [--max-connections-per-client N]
                             [--timeout SECONDS] [--cacert FILE]
         """
     static let about = """
@@ -30,8 +31,9 @@ enum ServeCommand: OptionCommand {
                                            play from here (cached bytes from disk, gaps fetched as needed)
           GET  /healthz, GET /metrics      liveness (no token) and Prometheus metrics; GET /v1/health: the
                                            numbers of /metrics a person reads, as JSON
-        Jobs are kept in DIR/jobs.sqlite: a restart loses none and runs queued and interrupted ones
-        again. See docs/service.md for every endpoint with curl, and its "Security" section.
+        Jobs are kept in DIR/jobs.sqlite, or with --jobs in PostgreSQL, shared by every node that names
+        it: a restart loses none, and interrupted ones run again. See docs/service.md for every
+        endpoint with curl and its "Security" section, and docs/scale-out.md for several nodes.
         """
     static let options: [Option] = [
         Option(
@@ -84,6 +86,21 @@ enum ServeCommand: OptionCommand {
             otherwise a redirect to a host its pattern does not match drops it
             """),
         Option("workers", .value("N"), "jobs run at once (default 2)"),
+        Option(
+            "jobs", .value("URL"),
+            """
+            keep jobs in PostgreSQL (postgres://USER@HOST[:PORT]/DB; the config
+            file's "jobs"), shared by every serve process that names it, on any
+            machine; a password is best left to PGPASSWORD or ~/.pgpass. Default
+            (or "sqlite"): DIR/jobs.sqlite, for this machine
+            """),
+        Option(
+            "job-lease", .value("SECONDS"),
+            """
+            how long a running job stays held without its worker renewing it
+            (default 30, 2...3600): how soon a dead node's jobs run elsewhere
+            """),
+        Option("job-attempts", .value("N"), "runs of one job at most before it fails (default 3, 1...100)"),
         Option(
             "max-connections", .value("N"),
             """
@@ -164,6 +181,17 @@ enum ServeCommand: OptionCommand {
             }
             config.workers = n
         }
+        config.jobsURL = try jobsURL(args.value("jobs") ?? options.config.jobs)
+        if let text = args.value("job-lease") {
+            guard let seconds = Double(text), (2...3600).contains(seconds) else {
+                throw UsageError("--job-lease needs 2...3600 seconds, got '\(text)'")
+            }
+            config.jobLeaseSeconds = seconds
+        }
+        if let n = try args.integer("job-attempts") {
+            guard (1...100).contains(n) else { throw UsageError("--job-attempts needs 1...100, got \(n)") }
+            config.maxJobAttempts = n
+        }
         let stop = StopSignal()
         let log = LogBuffer()
         defer { log.close() }
@@ -179,7 +207,7 @@ enum ServeCommand: OptionCommand {
         }
         let shown = config.host.contains(":") ? "[\(config.host)]" : config.host
         Console.writeStderr(
-            "mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)); open it in a browser for the dashboard\n"
+            "mprobe: serving on http://\(shown):\(service.port)/ (cache \(config.cacheDirectory)\(config.jobsURL.map { "; jobs in " + PostgresJobStore.shown($0) } ?? "")); open it in a browser for the dashboard\n"
         )
         stop.wait()
         log.flush()
@@ -238,6 +266,17 @@ enum ServeCommand: OptionCommand {
                 "\(option) needs a host such as media.example.com, *.example.com or example.com:8443, got '\(text)'")
         }
         return text.lowercased()
+    }
+
+    /// A PostgreSQL URL for `--jobs`, or nil for the default (`sqlite`, or none given).
+    static func jobsURL(_ text: String?) throws -> String? {
+        guard let text, text != "sqlite" else { return nil }
+        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
+            throw UsageError(
+                "--jobs needs a PostgreSQL URL as libpq takes it (postgres://... or postgresql://...) or sqlite "
+                    + "(the default), got one of scheme '\(text.prefix(while: { $0 != ":" }).prefix(20))'")
+        }
+        return text
     }
 
     /// `HOST:PORT`, `[v6]:PORT` or `:PORT` (loopback).
