@@ -92,6 +92,8 @@ final class ServeCommandTests: CLITestCase {
             (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
             (["--token-file", dir.file("missing")], "cannot read it"),
             (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),
+            (["--jobs", "mysql://user:pw@db/x"], "--jobs needs a PostgreSQL URL"),
+            (["--job-lease", "1"], "--job-lease needs 2...3600"), (["--job-attempts", "0"], "--job-attempts needs"),
         ]
         for (args, message) in cases {
             let result = try mprobe(["serve", "--cache-dir", cacheDir] + args, expect: 2)

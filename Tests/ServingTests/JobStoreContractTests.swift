@@ -246,6 +246,57 @@ final class JobStoreContractTests: XCTestCase {
         }
     }
 
+    // MARK: Nodes and files (PostgreSQL)
+
+    func testAJobBoundToALiveNodeWaitsForItAndGoesElsewhereWhenItIsGone() throws {
+        let server = try Self.sharedPostgres()
+        let url = try server.newDatabase()
+        let database = String(url.split(separator: "/").last!)
+        let store = try PostgresJobStore(url: url, connections: 2)
+        defer { store.close() }
+        let other = "otherhost|boot|1234|"
+        try server.sql("INSERT INTO mprobe_nodes(name, seen) VALUES ('\(other)', now())", database: database)
+        var bound = record(1)
+        bound.node = other
+        try store.insert(bound)
+        var mine = record(2)
+        mine.node = JobLease.process
+        try store.insert(mine)
+        var gone = record(3)
+        gone.node = "gonehost|boot|1|"
+        try store.insert(gone)
+        try store.heartbeat(seconds: 30)
+        XCTAssertEqual(try store.claimNext(lease: Self.lease())?.id, "job-2", "bound to this node")
+        XCTAssertEqual(
+            try store.claimNext(lease: Self.lease())?.id, "job-3", "bound to a node that never said it lives")
+        XCTAssertNil(try store.claimNext(lease: Self.lease()), "bound to a live node: it runs it")
+        try server.sql(
+            "UPDATE mprobe_nodes SET seen = now() - interval '1 minute' WHERE name = '\(other)'", database: database)
+        XCTAssertEqual(try store.claimNext(lease: Self.lease())?.id, "job-1", "its node went silent: anyone runs it")
+    }
+
+    func testFilesAreStoredWholeByTheLeaseHolderAndGoWithTheirJob() throws {
+        let store = try PostgresJobStore(url: try Self.sharedPostgres().newDatabase(), connections: 2)
+        defer { store.close() }
+        try store.insert(record(1))
+        let held = Self.lease()
+        _ = try XCTUnwrap(store.claimNext(lease: held))
+        let sprite = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        XCTAssertFalse(try store.putFiles(id: "job-1", lease: Self.lease(), item: "1", [("sprite.jpg", sprite)]))
+        XCTAssertNil(try store.file(id: "job-1", item: "1", name: "sprite.jpg"))
+        XCTAssertTrue(
+            try store.putFiles(
+                id: "job-1", lease: held, item: "1", [("sprite.jpg", sprite), ("manifest.json", [0x7B, 0x7D])]))
+        XCTAssertEqual(try store.file(id: "job-1", item: "1", name: "sprite.jpg"), sprite)
+        XCTAssertEqual(try store.file(id: "job-1", item: "1", name: "manifest.json"), [0x7B, 0x7D])
+        // A run again replaces the item's files, none left of the run before.
+        XCTAssertTrue(try store.putFiles(id: "job-1", lease: held, item: "1", [("manifest.json", [0x5B, 0x5D])]))
+        XCTAssertNil(try store.file(id: "job-1", item: "1", name: "sprite.jpg"))
+        try store.finish(id: "job-1", lease: held, state: .done, result: "{}", errorCode: nil, errorMessage: nil)
+        XCTAssertEqual(try store.removeFinished(keepingNewest: 0, finishedBefore: Date.distantPast), ["job-1"])
+        XCTAssertNil(try store.file(id: "job-1", item: "1", name: "manifest.json"))
+    }
+
     // MARK: Schema
 
     func testASchemaNewerThanTheBinaryIsRefusedClearly() throws {

@@ -40,7 +40,7 @@ public enum LoopbackSocket {
 
     /// A port that was free a moment ago, for servers we cannot hand a socket to (nginx).
     /// Racy by nature, so callers retry when the server then fails to bind.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let (fd, port) = try listen(port: 0, backlog: 1)
         close(fd)
         return port

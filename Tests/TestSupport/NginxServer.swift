@@ -39,7 +39,10 @@ public final class NginxServer: @unchecked Sendable {
     /// - Parameter http2: with TLS, also offer HTTP/2 via ALPN. Ignored without TLS, because
     ///   nginx's cleartext `http2` listener would refuse ordinary HTTP/1.1 clients.
     /// - Parameter locations: extra `location` blocks for the server (e.g. one that requires a header).
-    public init(root: String, tls: TLSMaterial? = nil, http2: Bool = true, locations: String = "") throws {
+    /// - Parameter http: extra directives of the `http` block (an `upstream` the locations use).
+    public init(
+        root: String, tls: TLSMaterial? = nil, http2: Bool = true, locations: String = "", http: String = ""
+    ) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executablePath) else {
             throw TestSupportError.missingExecutable(
                 path: Self.executablePath, hint: "install Debian's nginx-light (apt-get install nginx-light)")
@@ -60,7 +63,7 @@ public final class NginxServer: @unchecked Sendable {
             let conf = workDir.file("nginx.conf")
             try Self.config(
                 port: port, root: rootPath, tls: tls, http2: http2, workDir: workDir.path,
-                accessLog: accessLog, pidFile: pidFile, locations: locations
+                accessLog: accessLog, pidFile: pidFile, locations: locations, http: http
             )
             .write(toFile: conf, atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: pidFile)
@@ -173,7 +176,7 @@ public final class NginxServer: @unchecked Sendable {
 
     private static func config(
         port: Int, root: String, tls: TLSMaterial?, http2: Bool, workDir: String,
-        accessLog: String, pidFile: String, locations: String
+        accessLog: String, pidFile: String, locations: String, http: String
     ) -> String {
         var listen = "127.0.0.1:\(port)"
         var tlsLines = ""
@@ -222,6 +225,7 @@ public final class NginxServer: @unchecked Sendable {
                 keepalive_timeout 60s;
                 etag on;
                 server_tokens off;
+            \(http)
                 server {
                     listen \(listen);
                     server_name localhost 127.0.0.1;

@@ -102,10 +102,22 @@ extension Service {
         let id = UUID().uuidString.lowercased()
         let body = try RequestObject(request.body)
         let shown = try body.mappingURLs { cache.urlRules.shown($0) }
-        let job = JobRecord(
+        var job = JobRecord(
             id: id, type: spec.type, spec: shown, state: .queued, progress: progress, result: nil,
             errorCode: nil, errorMessage: nil, created: Date(), started: nil, finished: nil)
-        if shown != (try body.mappingURLs { $0 }) { runner.remember(id, request: request.body) }
+        // `?url=` is what a consistent-hash front routes on: the job runs on the node its URL's
+        // players reach, so that a prefetch warms the cache they read (docs/scale-out.md).
+        if let routed = request.query["url"] {
+            guard spec.urls == [routed] else {
+                throw APIError.badRequest("?url= must be the job's only URL: it is what a front routes the job by")
+            }
+            job.node = JobLease.process
+        }
+        // Only this node keeps the secrets the store does not: it runs the job while it lives.
+        if shown != (try body.mappingURLs { $0 }) {
+            runner.remember(id, request: request.body)
+            job.node = JobLease.process
+        }
         try store.insert(job)
         runner.jobQueued()
         var response = json(job.json, status: 202)
@@ -182,11 +194,15 @@ extension Service {
 
     /// `GET /v1/jobs/{id}/files/{n}/{name}`: a thumbnail job's images, sprites, VTT and manifest,
     /// for its n-th URL. A VTT asked for with `?token=` gets that token on its sprite references,
-    /// so a player that cannot set headers can follow them. Nothing is read through a link.
+    /// so a player that cannot set headers can follow them. Nothing is read through a link. With
+    /// a shared job store the files are read from it, so every node serves every job's files.
     func jobFile(id: String, name: [String], request: HTTPRequest) throws -> HTTPResponse {
         let safe = name.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".") && !$0.contains("/") }
-        guard safe, !id.contains("."), try store.job(id: id) != nil,
-            var bytes = JobFiles.read(root: runner.filesDirectory, [id] + name)
+        guard safe, !id.contains("."), name.count == 2, try store.job(id: id) != nil,
+            var bytes =
+                try store.keepsFiles
+                ? store.file(id: id, item: name[0], name: name[1])
+                : JobFiles.read(root: runner.filesDirectory, [id] + name)
         else {
             throw APIError.notFound("no file \(name.joined(separator: "/")) in job \(id)")
         }

@@ -59,6 +59,13 @@ enum JobFiles {
 
     private static func isTemporary(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".tmp") }
 
+    /// The files of one item (`<root>/<job id>/<item>/`), read as `read` reads them, by name.
+    static func item(root: String, job: String, item: String) -> [(name: String, bytes: [UInt8])] {
+        entries(of: root + "/" + job + "/" + item).filter { !$0.isFolder && !isTemporary($0.name) }.sorted {
+            $0.name < $1.name
+        }.compactMap { entry in read(root: root, [job, item, entry.name]).map { (entry.name, $0) } }
+    }
+
     /// The names in `folder` and whether each is a real folder (not a link to one).
     private static func entries(of folder: String) -> [(name: String, isFolder: Bool)] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }

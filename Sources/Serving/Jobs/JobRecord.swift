@@ -42,6 +42,10 @@ public struct JobRecord: Sendable {
     /// Runs started, counting one that is running: more than 1 when a worker was lost (or the
     /// service stopped) while it ran.
     public var attempts = 0
+    /// The node (`JobLease.process`) whose workers run it while that node is alive: the node that
+    /// accepted it for one URL (the front sends that URL's players there), or the one that alone
+    /// knows its URLs' secrets. Not shown.
+    public var node: String?
 
     /// `{"id", "type", "state", "progress", "attempts", "result", "error", "created", "started",
     /// "finished", "request"}`, times in ISO 8601; `request` is the body the job was submitted with.

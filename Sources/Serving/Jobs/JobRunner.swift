@@ -68,6 +68,7 @@ final class JobRunner: Sendable {
     /// wait for their leases to end), the store's notices are followed, then `count` workers
     /// and the lease renewer start.
     func start(workers count: Int) throws {
+        try? store.heartbeat(seconds: leaseSeconds)
         _ = try store.releaseAbandoned()
         removeOldJobs()
         JobFiles.removeTemporaries(root: filesDirectory)
@@ -156,6 +157,7 @@ final class JobRunner: Sendable {
         defer { state.withLock { $0.workers -= 1 } }
         while true {
             let seen = renewals.count
+            try? store.heartbeat(seconds: leaseSeconds)
             let (held, last) = state.withLock { s in
                 (s.running.map { ($0.key, $0.value.lease) }, s.stopping && s.workers == 1)
             }
@@ -189,15 +191,18 @@ final class JobRunner: Sendable {
         let started = Date()
         var outcome: (state: JobState, result: String?, code: String?, message: String?)
         do {
-            let request = state.withLock { $0.requests.removeValue(forKey: job.id) }
+            // Kept until the job ends: a run again here (after a lost lease) needs the secrets too.
+            let request = state.withLock { $0.requests[job.id] }
             let spec = try JobSpec(body: request ?? Array(job.spec.utf8), limits: ServiceLimits())
             if request == nil, spec.urls.contains(where: { $0.contains("=***") || $0.contains("***@") }) {
                 throw APIError(
                     status: 409, code: "credentials_lost",
-                    message: "the service restarted and did not keep this job's signed URLs; submit it again")
+                    message:
+                        "the service that accepted this job, the only one that kept its signed URLs, restarted or is gone; submit it again"
+                )
             }
             let progress = ProgressKeeper(id: job.id, lease: lease, store: store, items: spec.urls.count)
-            let (result, failures) = try execute(spec, job: job, token: token, progress: progress)
+            let (result, failures) = try execute(spec, job: job, lease: lease, token: token, progress: progress)
             progress.save()
             if result.text.utf8.count > limits.maxJobResultBytes {
                 throw APIError(
@@ -221,7 +226,10 @@ final class JobRunner: Sendable {
             // Stopping puts the job back in the queue; a DELETE ends it.
             outcome = stopping ? (.queued, nil, nil, nil) : (.cancelled, nil, "cancelled", "the job was cancelled")
         }
-        if outcome.state.isFinal { metrics.countJob(seconds: Date().timeIntervalSince(started)) }
+        if outcome.state.isFinal {
+            metrics.countJob(seconds: Date().timeIntervalSince(started))
+            state.withLock { _ = $0.requests.removeValue(forKey: job.id) }
+        }
         _ = try? store.finish(
             id: job.id, lease: lease, state: outcome.state, result: outcome.result, errorCode: outcome.code,
             errorMessage: outcome.message)
@@ -240,11 +248,29 @@ final class JobRunner: Sendable {
         }
     }
 
+    /// Moves one item's files from this node's folder into the shared store, where every node
+    /// reads them; the job's files together stay under `maxStoredJobFileBytes`.
+    private func keepFiles(job: String, lease: JobLease, item: String, total: inout Int) throws {
+        let files = JobFiles.item(root: filesDirectory, job: job, item: item)
+        total += files.reduce(0) { $0 + $1.bytes.count }
+        guard total <= limits.maxStoredJobFileBytes else {
+            throw APIError(
+                status: 500, code: "files_too_large",
+                message:
+                    "the job's files are \(total) bytes so far, more than the \(limits.maxStoredJobFileBytes) the job store keeps for one job"
+            )
+        }
+        // A lost lease stores nothing: the worker that holds the job now makes its own files.
+        _ = try store.putFiles(id: job, lease: lease, item: item, files)
+        try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job + "/" + item)
+    }
+
     /// Runs every URL of the job; returns the result object and the failures (one per failed URL).
     private func execute(
-        _ spec: JobSpec, job: JobRecord, token: Cancellation,
+        _ spec: JobSpec, job: JobRecord, lease: JobLease, token: Cancellation,
         progress: ProgressKeeper
     ) throws -> (JSON, [APIError]) {
+        var storedFileBytes = 0
         let jobSession = session.job(cancellation: token)
         // A job run again (after a restart) makes its files afresh: nothing of the run before stays.
         if case .thumbnails = spec { try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job.id) }
@@ -285,6 +311,9 @@ final class JobRunner: Sendable {
                     let set = try thumbnailer.make(url, session: jobSession)
                     let folder = "\(i + 1)"
                     try ThumbnailReport.write(set, to: filesDirectory + "/" + job.id + "/" + folder)
+                    if store.keepsFiles {
+                        try keepFiles(job: job.id, lease: lease, item: folder, total: &storedFileBytes)
+                    }
                     guard case .object(var members) = ThumbnailReport.manifest(set) else { break }
                     members.insert(("ok", .bool(true)), at: 1)
                     members.append(("files", .string("/v1/jobs/\(job.id)/files/\(folder)/")))

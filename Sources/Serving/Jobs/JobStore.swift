@@ -10,13 +10,16 @@ import Foundation
 /// they hold, and one that no longer holds it changes nothing: a job that ran twice keeps the
 /// result of the run that held its lease when it ended.
 public protocol JobStore: Sendable {
+    /// Stores a queued job. A job with `node` set is run by that node's workers while the node
+    /// is alive (`heartbeat`), by any node's once it is not.
     func insert(_ job: JobRecord) throws
     func job(id: String) throws -> JobRecord?
     /// Newest first, at most `limit`, only those older than the job numbered `before` when given
     /// (a page after a page); `state` nil for all.
     func jobs(state: JobState?, before: Int64?, limit: Int) throws -> [JobRecord]
     func count(state: JobState) throws -> Int
-    /// The oldest queued job, marked running under `lease` in the same step, or nil. Jobs whose
+    /// The oldest queued job this process may run (unbound, bound to it, or bound to a node that
+    /// is gone), marked running under `lease` in the same step, or nil. Jobs whose
     /// lease ran out are first put back in the queue, or failed (`attempts_exhausted`) when they
     /// have run `lease.maxAttempts` times, or cancelled when a cancel was asked for.
     func claimNext(lease: JobLease) throws -> JobRecord?
@@ -43,7 +46,19 @@ public protocol JobStore: Sendable {
     /// Tells `handler` of what other processes do: a job queued, a cancel asked for. Stores that
     /// cannot tell (SQLite) call nothing; workers look every `JobLease.pollSeconds` besides.
     func watch(_ handler: @escaping @Sendable (JobEvent) -> Void)
-    /// Stops watching and closes connections.
+    /// Says this process (`JobLease.process`) is alive, for jobs bound to it; nodes silent for
+    /// `seconds` are taken as gone. Stores of one machine need none.
+    func heartbeat(seconds: Double) throws
+    /// Whether job files are kept here (readable through every node) rather than only in the
+    /// node's own folder.
+    var keepsFiles: Bool { get }
+    /// Stores the files of one item of a running job, replacing that item's files, all at once:
+    /// readers see every file or none. False, and nothing stored, when `lease` no longer holds it.
+    func putFiles(id: String, lease: JobLease, item: String, _ files: [(name: String, bytes: [UInt8])]) throws -> Bool
+    /// A stored file of a job (`item/name`), or nil.
+    func file(id: String, item: String, name: String) throws -> [UInt8]?
+    /// Stops watching, says this node is leaving (its bound jobs may run elsewhere at once) and
+    /// closes connections.
     func close()
 }
 

@@ -279,6 +279,21 @@ public final class SQLiteJobStore: JobStore {
 
     public func watch(_ handler: @escaping @Sendable (JobEvent) -> Void) {}
 
+    /// Every process sharing the file shares the cache too: no job needs a node of its own.
+    public func heartbeat(seconds: Double) throws {}
+
+    /// The files stay in the cache directory's `jobs/` folder, which every process sharing the
+    /// file shares too.
+    public var keepsFiles: Bool { false }
+
+    public func putFiles(
+        id: String, lease: JobLease, item: String, _ files: [(name: String, bytes: [UInt8])]
+    ) throws
+        -> Bool
+    { false }
+
+    public func file(id: String, item: String, name: String) throws -> [UInt8]? { nil }
+
     public func close() {}
 }
 

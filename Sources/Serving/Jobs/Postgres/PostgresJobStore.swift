@@ -61,9 +61,17 @@ public final class PostgresJobStore: JobStore {
                         attempts integer NOT NULL DEFAULT 0,
                         holder text,
                         lease_until timestamptz,
-                        cancel_requested boolean NOT NULL DEFAULT false);
+                        cancel_requested boolean NOT NULL DEFAULT false,
+                        bound_node text);
                     CREATE INDEX mprobe_jobs_by_state ON mprobe_jobs(state, seq);
                     CREATE INDEX mprobe_jobs_leases ON mprobe_jobs(lease_until) WHERE state = 'running';
+                    CREATE TABLE mprobe_nodes(name text PRIMARY KEY, seen timestamptz NOT NULL);
+                    CREATE TABLE mprobe_job_files(
+                        job_id text NOT NULL REFERENCES mprobe_jobs(id) ON DELETE CASCADE,
+                        item text NOT NULL,
+                        name text NOT NULL,
+                        bytes bytea NOT NULL,
+                        PRIMARY KEY (job_id, item, name));
                     DELETE FROM mprobe_schema;
                     INSERT INTO mprobe_schema(version) VALUES (1);
                     """)
@@ -104,13 +112,13 @@ public final class PostgresJobStore: JobStore {
             _ = try db.query(
                 """
                 WITH added AS (
-                    INSERT INTO mprobe_jobs(id, type, spec, state, items, created) VALUES ($1, $2, $3, $4, $5, $6)
-                    RETURNING seq)
+                    INSERT INTO mprobe_jobs(id, type, spec, state, items, created, bound_node)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq)
                 SELECT pg_notify('\(PostgresJobStore.queuedChannel)', '') FROM added
                 """,
                 [
                     job.id, job.type.rawValue, job.spec, job.state.rawValue, String(job.progress.items),
-                    String(job.created.timeIntervalSince1970),
+                    String(job.created.timeIntervalSince1970), job.node,
                 ])
         }
     }
@@ -147,12 +155,15 @@ public final class PostgresJobStore: JobStore {
             return try db.query(
                 """
                 WITH next AS (
-                    SELECT seq FROM mprobe_jobs WHERE state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+                    SELECT seq FROM mprobe_jobs j WHERE state = 'queued' AND (bound_node IS NULL OR bound_node = $4
+                        OR NOT EXISTS (SELECT 1 FROM mprobe_nodes n
+                            WHERE n.name = j.bound_node AND n.seen > now() - make_interval(secs => $3)))
+                    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
                 UPDATE mprobe_jobs j SET state = 'running', started = $1, holder = $2,
                     lease_until = now() + make_interval(secs => $3), attempts = j.attempts + 1
                 FROM next WHERE j.seq = next.seq
                 RETURNING \(PostgresJobStore.columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-                """, [PostgresJobStore.now, lease.holder, String(lease.seconds)]
+                """, [PostgresJobStore.now, lease.holder, String(lease.seconds), JobLease.process]
             ).first.flatMap(PostgresJobStore.record)
         }
     }
@@ -285,6 +296,88 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
+    public func heartbeat(seconds: Double) throws {
+        try pool.with { db in
+            _ = try db.query(
+                """
+                INSERT INTO mprobe_nodes(name, seen) VALUES ($1, now())
+                ON CONFLICT (name) DO UPDATE SET seen = now()
+                """, [JobLease.process])
+            // Nodes gone a day are forgotten: their bound jobs were taken long ago.
+            _ = try db.query("DELETE FROM mprobe_nodes WHERE seen < now() - interval '1 day'")
+        }
+    }
+
+    public var keepsFiles: Bool { true }
+
+    public func putFiles(
+        id: String, lease: JobLease, item: String, _ files: [(name: String, bytes: [UInt8])]
+    ) throws
+        -> Bool
+    {
+        try pool.with { db in
+            try db.execute("BEGIN")
+            do {
+                // Locks the job's row: the lease cannot change hands before the files are in.
+                let held = try db.query(
+                    "SELECT 1 FROM mprobe_jobs WHERE id = $1 AND holder = $2 AND state = 'running' FOR UPDATE",
+                    [id, lease.holder])
+                guard !held.isEmpty else {
+                    try db.execute("ROLLBACK")
+                    return false
+                }
+                try db.query("DELETE FROM mprobe_job_files WHERE job_id = $1 AND item = $2", [id, item])
+                for file in files {
+                    try db.query(
+                        "INSERT INTO mprobe_job_files(job_id, item, name, bytes) VALUES ($1, $2, $3, decode($4, 'hex'))",
+                        [id, item, file.name, PostgresJobStore.hex(file.bytes)])
+                }
+                try db.execute("COMMIT")
+                return true
+            } catch {
+                _ = try? db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func file(id: String, item: String, name: String) throws -> [UInt8]? {
+        try pool.with { db in
+            try db.query(
+                "SELECT encode(bytes, 'hex') FROM mprobe_job_files WHERE job_id = $1 AND item = $2 AND name = $3",
+                [id, item, name]
+            ).firstValue.flatMap(PostgresJobStore.bytes(hex:))
+        }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8](repeating: 0, count: bytes.count * 2)
+        for (i, byte) in bytes.enumerated() {
+            text[2 * i] = digits[Int(byte >> 4)]
+            text[2 * i + 1] = digits[Int(byte & 15)]
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let text = Array(hex.utf8)
+        guard text.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: c - 48
+            case 97...102: c - 87
+            default: nil
+            }
+        }
+        var bytes = [UInt8](repeating: 0, count: text.count / 2)
+        for i in bytes.indices {
+            guard let high = value(text[2 * i]), let low = value(text[2 * i + 1]) else { return nil }
+            bytes[i] = high << 4 | low
+        }
+        return bytes
+    }
+
     public func watch(_ handler: @escaping @Sendable (JobEvent) -> Void) {
         let started = JobListener(
             url: pool.url, channels: [PostgresJobStore.queuedChannel, PostgresJobStore.cancelChannel]
@@ -296,6 +389,8 @@ public final class PostgresJobStore: JobStore {
 
     public func close() {
         listener.withLock { $0?.stop() }
+        // Jobs bound to this node may run elsewhere at once, not when its heartbeat goes stale.
+        _ = try? pool.with { try $0.query("DELETE FROM mprobe_nodes WHERE name = $1", [JobLease.process]) }
         pool.close()
     }
 }
