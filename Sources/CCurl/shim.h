@@ -20,6 +20,9 @@ static inline CURLcode mp_curl_set_xferinfo_cb(CURL *h, int (*cb)(void *, curl_o
 static inline CURLcode mp_curl_set_opensocket_cb(CURL *h, curl_socket_t (*cb)(void *, curlsocktype, struct curl_sockaddr *)) {
     return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb);
 }
+static inline CURLcode mp_curl_set_read_cb(CURL *h, size_t (*cb)(char *, size_t, size_t, void *)) {
+    return curl_easy_setopt(h, CURLOPT_READFUNCTION, cb);
+}
 static inline curl_socket_t mp_curl_socket_bad(void) { return CURL_SOCKET_BAD; }
 static inline CURLcode mp_curl_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode mp_curl_get_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

@@ -67,6 +67,12 @@ final class CurlEasy: @unchecked Sendable {
         try check(mp_curl_set_write_cb(handle, cb), "WRITEFUNCTION")
     }
 
+    func setReadCallback(
+        _ cb: @escaping @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+    ) throws {
+        try check(mp_curl_set_read_cb(handle, cb), "READFUNCTION")
+    }
+
     func setHeaderCallback(
         _ cb: @escaping @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
     ) throws {

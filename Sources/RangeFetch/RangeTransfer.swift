@@ -290,18 +290,27 @@ final class RangeTransfer {
 
     /// libcurl is about to connect to `address`: open the socket if the policy allows it.
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let (fd, refused) = RangeTransfer.openSocket(address, policy: connectionPolicy)
+        if let refused { refusedAddress = refused }
+        return fd
+    }
+
+    /// Opens the socket libcurl asks for, if `policy` allows its address; else a bad socket and
+    /// the address refused, as shown in errors. Shared by every kind of transfer.
+    static func openSocket(
+        _ address: UnsafeMutablePointer<curl_sockaddr>, policy: ((String, Int) -> Bool)?
+    ) -> (curl_socket_t, refused: String?) {
         let a = address.pointee
-        if let connectionPolicy {
+        if let policy {
             let (ip, port) = withUnsafePointer(to: &address.pointee.addr) {
                 RangeTransfer.numericAddress($0, length: a.addrlen)
             }
-            guard connectionPolicy(ip, port) else {
-                refusedAddress = a.family == AF_INET6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
-                return mp_curl_socket_bad()
+            guard policy(ip, port) else {
+                return (mp_curl_socket_bad(), a.family == AF_INET6 ? "[\(ip)]:\(port)" : "\(ip):\(port)")
             }
         }
         let fd = socket(a.family, a.socktype | Int32(SOCK_CLOEXEC.rawValue), a.protocol)
-        return fd >= 0 ? fd : mp_curl_socket_bad()
+        return (fd >= 0 ? fd : mp_curl_socket_bad(), nil)
     }
 
     /// The numeric IP and port of a socket address.

@@ -222,14 +222,23 @@ final class ScaleOutTests: CLITestCase {
         XCTAssertEqual(mismatched.status, 400, mismatched.text)
     }
 
-    /// A thumbnail job's files are kept in PostgreSQL with the job: every node serves them.
-    func testAThumbnailJobsFilesAreReadableThroughEveryNode() throws {
+    /// A thumbnail job's files are kept in PostgreSQL with the job: every node serves them. They
+    /// also go where the job said, one PUT each (nginx's WebDAV), the job's result naming where,
+    /// its signature hidden.
+    func testAThumbnailJobsFilesAreReadableThroughEveryNodeAndArriveAtItsDestination() throws {
         let origin = try NginxServer(root: CLITestCase.samplesDirectory)
-        let cluster = try Cluster(dir: dir, allow: [origin.port], lease: 30)
+        let davRoot = dir.file("dav")
+        try FileManager.default.createDirectory(atPath: davRoot + "/dav", withIntermediateDirectories: true)
+        let dav = try NginxServer(
+            root: davRoot,
+            locations: "location /dav/ { dav_methods PUT; create_full_put_path on; client_max_body_size 64m; }")
+        let cluster = try Cluster(dir: dir, allow: [origin.port, dav.port], lease: 30)
         defer { cluster.stop() }
+        let output = dav.url("/dav/thumbs/?sig=s3cr3t")
         let submitted = try submit(
             cluster.live[1].base,
-            #"{"type": "thumbnails", "url": "\#(origin.url("/faststart.mp4"))", "count": 4, "sprite": true}"#)
+            #"{"type": "thumbnails", "url": "\#(origin.url("/faststart.mp4"))", "count": 4, "sprite": true, "output": "\#(output)"}"#
+        )
         XCTAssertEqual(submitted.status, 202, submitted.text)
         let id = try XCTUnwrap(try submitted.json()["id"] as? String)
         let job = try cluster.live[0].waitForJob(id, headers: auth)
@@ -244,5 +253,19 @@ final class ScaleOutTests: CLITestCase {
         }
         XCTAssertEqual(Set(copies).count, 1, "every node serves the same sprite")
         XCTAssertEqual(Array(copies[0].prefix(3)), [0xFF, 0xD8, 0xFF], "a JPEG")
+        // At the destination: every file, the manifest last, byte for byte what the nodes serve.
+        let delivered = try FileManager.default.contentsOfDirectory(atPath: davRoot + "/dav/thumbs/1").sorted()
+        XCTAssertTrue(delivered.contains("manifest.json") && delivered.contains("sprite.jpg"), "\(delivered)")
+        XCTAssertEqual(delivered.filter { $0.hasSuffix(".jpg") }.count, 5, "4 thumbnails and a sprite: \(delivered)")
+        XCTAssertEqual(
+            Array(try Data(contentsOf: URL(fileURLWithPath: davRoot + "/dav/thumbs/1/sprite.jpg"))), copies[0])
+        let puts = try dav.accessLog().filter { $0.method == "PUT" }
+        XCTAssertEqual(puts.count, delivered.count, "one PUT a file")
+        XCTAssertEqual(puts.last?.path.hasPrefix("/dav/thumbs/1/manifest.json"), true, "the manifest last")
+        let result = try XCTUnwrap((job["result"] as? [String: Any])?["items"] as? [[String: Any]]).first
+        let shown = try XCTUnwrap(result?["output"] as? String)
+        XCTAssertTrue(shown.hasPrefix(dav.url("/dav/thumbs/1/")), shown)
+        XCTAssertFalse(shown.contains("s3cr3t"), "the signature is not stored: \(shown)")
+        XCTAssertFalse(try cluster.sql("SELECT spec || coalesce(result, '') FROM mprobe_jobs").contains("s3cr3t"))
     }
 }

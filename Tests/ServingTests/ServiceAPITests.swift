@@ -245,6 +245,19 @@ final class ServiceAPITests: XCTestCase {
         XCTAssertEqual((finished["error"] as? [String: Any])?["code"] as? String, "origin_refused", "\(finished)")
         XCTAssertTrue(refused.requests.isEmpty, "no request reached the refused origin")
         XCTAssertEqual(try service.postJob(#"{"type": "prefetch", "url": "\#(refused.url("/v.mp4"))"}"#).status, 403)
+        // A thumbnail job's output is a URL the service sends to: the same guard, and it must be an
+        // http(s) folder.
+        let thumbs = #"{"type": "thumbnails", "url": "\#(allowed.url("/v.mp4"))", "count": 1, "output": "#
+        XCTAssertEqual(try service.postJob(thumbs + #""\#(refused.url("/up/"))"}"#).status, 403)
+        for bad in ["ftp://127.0.0.1/up/", allowed.url("/up"), allowed.url("/up/#x"), "http:///up/", "/up/"] {
+            let reply = try service.postJob(thumbs + #""\#(bad)"}"#)
+            XCTAssertEqual(reply.status, 400, "\(bad): \(reply.text)")
+        }
+        XCTAssertEqual(
+            try service.postJob(
+                #"{"type": "prefetch", "url": "\#(allowed.url("/v.mp4"))", "output": "\#(allowed.url("/up/"))"}"#
+            )
+            .status, 400, "a prefetch makes no files")
         XCTAssertEqual(
             try HTTPClient.request(
                 "GET", service.url("/v1/probe", origin: "http://u:pw@127.0.0.1:\(allowed.port)/v.mp4")

@@ -90,7 +90,7 @@ extension Service {
                 message: "a job's body may be at most \(config.limits.maxJobRequestBytes) bytes")
         }
         let spec = try JobSpec(body: request.body, limits: config.limits)
-        for url in spec.urls { try checkOrigin(url) }
+        for url in spec.remoteURLs { try checkOrigin(url) }
         guard try store.count(state: .queued) < config.limits.maxQueuedJobs else {
             throw APIError.unavailable("\(config.limits.maxQueuedJobs) jobs are waiting already; try again later")
         }

@@ -250,8 +250,9 @@ final class JobRunner: Sendable {
 
     /// Moves one item's files from this node's folder into the shared store, where every node
     /// reads them; the job's files together stay under `maxStoredJobFileBytes`.
-    private func keepFiles(job: String, lease: JobLease, item: String, total: inout Int) throws {
-        let files = JobFiles.item(root: filesDirectory, job: job, item: item)
+    private func keepFiles(
+        _ files: [(name: String, bytes: [UInt8])], job: String, lease: JobLease, item: String, total: inout Int
+    ) throws {
         total += files.reduce(0) { $0 + $1.bytes.count }
         guard total <= limits.maxStoredJobFileBytes else {
             throw APIError(
@@ -263,6 +264,21 @@ final class JobRunner: Sendable {
         // A lost lease stores nothing: the worker that holds the job now makes its own files.
         _ = try store.putFiles(id: job, lease: lease, item: item, files)
         try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job + "/" + item)
+    }
+
+    /// `PUT`s one item's files below the job's `output`, the manifest last: once it is there,
+    /// every file it names is. Each address is checked by the origin guard, as fetches are.
+    private func deliver(
+        _ files: [(name: String, bytes: [UInt8])], to output: String, item: String, token: Cancellation
+    ) throws {
+        if let refusal = guardian.refusal(for: output) { throw APIError.forbidden(refusal) }
+        let upload = FileUpload(options: session.fetcher.options)
+        let ordered = files.filter { $0.name != "manifest.json" } + files.filter { $0.name == "manifest.json" }
+        for file in ordered {
+            try upload.put(
+                url: JobSpec.destination(output: output, item: item, name: file.name), body: file.bytes,
+                contentType: Service.mediaType(of: file.name), cancellation: token)
+        }
     }
 
     /// Runs every URL of the job; returns the result object and the failures (one per failed URL).
@@ -305,18 +321,25 @@ final class JobRunner: Sendable {
                                 ("prefetch", StreamPrefetchReport.json(result)),
                             ]))
                     }
-                case .thumbnails(_, let options):
+                case .thumbnails(_, let options, let output):
                     var thumbnailer = Thumbnailer()
                     thumbnailer.options = options
                     let set = try thumbnailer.make(url, session: jobSession)
                     let folder = "\(i + 1)"
                     try ThumbnailReport.write(set, to: filesDirectory + "/" + job.id + "/" + folder)
+                    let files = JobFiles.item(root: filesDirectory, job: job.id, item: folder)
+                    if let output { try deliver(files, to: output, item: folder, token: token) }
                     if store.keepsFiles {
-                        try keepFiles(job: job.id, lease: lease, item: folder, total: &storedFileBytes)
+                        try keepFiles(files, job: job.id, lease: lease, item: folder, total: &storedFileBytes)
                     }
                     guard case .object(var members) = ThumbnailReport.manifest(set) else { break }
                     members.insert(("ok", .bool(true)), at: 1)
                     members.append(("files", .string("/v1/jobs/\(job.id)/files/\(folder)/")))
+                    if let output {
+                        let shown = session.fetcher.options.urlRules.shown(
+                            JobSpec.destination(output: output, item: folder, name: ""))
+                        members.append(("output", .string(shown)))
+                    }
                     items.append(.object(members))
                 }
             } catch {

@@ -6,7 +6,8 @@ import MediaKit
 /// restarted service parses it again the same way.
 enum JobSpec: Sendable {
     case prefetch(urls: [String], window: PlaybackWindow, stream: StreamPrefetchJob, players: [PlayerProfile])
-    case thumbnails(urls: [String], options: ThumbnailOptions)
+    /// `output`: an http(s) folder URL each file is also `PUT` below (`<output><n>/<name>`).
+    case thumbnails(urls: [String], options: ThumbnailOptions, output: String?)
 
     var type: JobType {
         switch self {
@@ -17,7 +18,7 @@ enum JobSpec: Sendable {
 
     var urls: [String] {
         switch self {
-        case .prefetch(let urls, _, _, _), .thumbnails(let urls, _): return urls
+        case .prefetch(let urls, _, _, _), .thumbnails(let urls, _, _): return urls
         }
     }
 
@@ -26,8 +27,14 @@ enum JobSpec: Sendable {
     ]
     static let thumbnailKeys: Set<String> = [
         "type", "url", "urls", "every", "count", "at", "width", "height",
-        "format", "quality", "sprite", "accurate", "storyboard", "skip_black",
+        "format", "quality", "sprite", "accurate", "storyboard", "skip_black", "output",
     ]
+
+    /// The URLs the service fetches from or sends to: the inputs, and a thumbnail job's `output`.
+    var remoteURLs: [String] {
+        if case .thumbnails(let urls, _, let output?) = self { return urls + [output] }
+        return urls
+    }
 
     /// Parses a `POST /v1/jobs` body; every problem is a 400 naming the member.
     init(body: [UInt8], limits: ServiceLimits) throws {
@@ -94,10 +101,37 @@ enum JobSpec: Sendable {
                 if case .at(let list) = options.times, list.count * urls.count > limits.maxThumbnailsPerJob {
                     throw APIError.badRequest("a job may make at most \(limits.maxThumbnailsPerJob) thumbnails")
                 }
-                self = .thumbnails(urls: urls, options: options)
+                self = .thumbnails(urls: urls, options: options, output: try JobSpec.output(object, limits: limits))
             }
         } catch let invalid as InvalidOption {
             throw APIError.badRequest(invalid.shown { "\"\($0)\"" })
         }
+    }
+
+    /// `"output"`: an http or https URL of a folder (its path ends in `/`), a query allowed (a
+    /// presigned prefix), no fragment.
+    private static func output(_ object: RequestObject, limits: ServiceLimits) throws -> String? {
+        guard let text = try object.string("output") else { return nil }
+        guard text.utf8.count <= limits.maxURLLength else {
+            throw APIError(
+                status: 414, code: "url_too_long",
+                message: "\"output\" is \(text.utf8.count) bytes, longer than \(limits.maxURLLength)")
+        }
+        guard let parts = URLComponents(string: text), ["http", "https"].contains(parts.scheme?.lowercased() ?? ""),
+            parts.host?.isEmpty == false, parts.percentEncodedPath.hasSuffix("/"), parts.fragment == nil
+        else {
+            throw APIError.badRequest(
+                "\"output\" must be an http or https URL of a folder, ending in /: each file is PUT below it")
+        }
+        return text
+    }
+
+    /// Where one file of item `item` goes below `output`: the path gets `<item>/<name>`, the
+    /// query (a signature) stays.
+    static func destination(output: String, item: String, name: String) -> String {
+        guard var parts = URLComponents(string: output) else { return output }
+        parts.percentEncodedPath +=
+            item + "/" + (name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? name)
+        return parts.string ?? output
     }
 }

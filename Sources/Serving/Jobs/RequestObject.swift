@@ -23,7 +23,7 @@ struct RequestObject {
     /// The object as JSON text (keys sorted) with the URLs of `url`/`urls` passed through `transform`.
     func mappingURLs(_ transform: (String) -> String) throws -> String {
         var copy = members
-        for key in ["url", "urls"] {
+        for key in ["url", "urls", "output"] {
             if let one = copy[key] as? String { copy[key] = transform(one) }
             if let list = copy[key] as? [Any] { copy[key] = list.map { ($0 as? String).map(transform) ?? $0 } }
         }
