@@ -222,6 +222,46 @@ final class ScaleOutTests: CLITestCase {
         XCTAssertEqual(mismatched.status, 400, mismatched.text)
     }
 
+    /// A playlist rewritten by one node names its segments through the front (relative URLs), so
+    /// each segment lands on the node its own URL hashes to, and ffmpeg plays it through the front.
+    func testAPlaylistsSegmentsAreSpreadOverTheNodesThroughTheFront() throws {
+        let www = dir.file("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let made = try runProcess(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-t", "16", "-c:v", "libx264",
+                "-preset", "ultrafast", "-g", "30", "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod",
+                www + "/index.m3u8",
+            ])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let origin = try NginxServer(root: www)
+        let cluster = try Cluster(dir: dir, allow: [origin.port], lease: 30)
+        defer { cluster.stop() }
+        let playlist = cluster.frontBase + "/v1/stream?url=" + encoded(origin.url("/index.m3u8"))
+        let rewritten = try HTTPClient.request("GET", playlist, headers: auth)
+        XCTAssertEqual(rewritten.status, 200, rewritten.text)
+        let segments = rewritten.text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(
+            String.init)
+        XCTAssertEqual(segments.count, 16, rewritten.text)
+        XCTAssertTrue(segments.allSatisfy { $0.hasPrefix("/v1/stream/") }, "relative, through the front: \(segments)")
+        var nodes: [String: String] = [:]
+        for segment in segments {
+            for _ in 0..<2 {
+                let reply = try HTTPClient.request("GET", cluster.frontBase + segment, headers: auth)
+                XCTAssertEqual(reply.status, 200, "\(segment): \(reply.text.prefix(200))")
+                let node = reply.headers["x-mprobe-node"] ?? "none"
+                XCTAssertEqual(nodes[segment, default: node], node, "\(segment) reached two nodes")
+                nodes[segment] = node
+            }
+        }
+        XCTAssertGreaterThan(Set(nodes.values).count, 1, "16 segments on one node: \(Set(nodes.values))")
+        let play = try runProcess(
+            "ffmpeg", ["-v", "error", "-i", playlist + "&token=" + ScaleOutTests.token, "-f", "null", "-"])
+        XCTAssertEqual(play.status, 0, play.stderr)
+        XCTAssertTrue(play.stderr.isEmpty, play.stderr)
+    }
+
     /// A thumbnail job's files are kept in PostgreSQL with the job: every node serves them. They
     /// also go where the job said, one PUT each (nginx's WebDAV), the job's result naming where,
     /// its signature hidden.

@@ -85,6 +85,9 @@ struct APIError: Error {
             self = APIError(status: 500, code: "ffmpeg_unavailable", message: e.description)
         case is CacheError, is SQLiteError, is OutputError:
             self = APIError(status: 500, code: "storage_error", message: "\(error)")
+        case let e as PostgresError:
+            // Out of reach (a restart, a failover): worth a retry, as the front's clients know 503.
+            self = APIError(status: 503, code: "job_store_unavailable", message: e.message)
         default:
             self = APIError(status: 500, code: "internal", message: "\(error)")
         }

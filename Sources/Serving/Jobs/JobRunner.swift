@@ -133,7 +133,11 @@ final class JobRunner: Sendable {
             let claimed: JobRecord?
             let lease = JobLease(holder: JobLease.newHolder(), seconds: leaseSeconds, maxAttempts: maxAttempts)
             do {
+                let started = DispatchTime.now().uptimeNanoseconds
                 claimed = try store.claimNext(lease: lease)
+                metrics.countStoreCall(
+                    claimed == nil ? "claim_empty" : "claim",
+                    seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
             } catch {
                 queue.wait(whileCountIs: seen, atMost: 1)  // the store is busy or failing: look again soon
                 continue
@@ -146,6 +150,15 @@ final class JobRunner: Sendable {
             }
             run(job, lease: lease)
         }
+    }
+
+    /// `body`, a store call, counted with its time in the metrics under `operation`.
+    private func timed<T>(_ operation: String, _ body: () throws -> T) throws -> T {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer {
+            metrics.countStoreCall(operation, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+        }
+        return try body()
     }
 
     /// How often an idle worker looks at the store unasked.
@@ -164,7 +177,7 @@ final class JobRunner: Sendable {
             if last { return }
             for (id, lease) in held {
                 // A store out of reach: the job goes on, and finds at its end whether it still holds it.
-                guard let now = try? store.renew(id: id, lease: lease) else { continue }
+                guard let now = try? timed("renew", { try store.renew(id: id, lease: lease) }) else { continue }
                 state.withLock { s in
                     guard var running = s.running[id], running.lease == lease else { return }
                     switch now {
@@ -201,7 +214,9 @@ final class JobRunner: Sendable {
                         "the service that accepted this job, the only one that kept its signed URLs, restarted or is gone; submit it again"
                 )
             }
-            let progress = ProgressKeeper(id: job.id, lease: lease, store: store, items: spec.urls.count)
+            let progress = ProgressKeeper(
+                id: job.id, lease: lease, store: store, items: spec.urls.count,
+                timed: { [self] in try timed("progress", $0) })
             let (result, failures) = try execute(spec, job: job, lease: lease, token: token, progress: progress)
             progress.save()
             if result.text.utf8.count > limits.maxJobResultBytes {
@@ -230,9 +245,11 @@ final class JobRunner: Sendable {
             metrics.countJob(seconds: Date().timeIntervalSince(started))
             state.withLock { _ = $0.requests.removeValue(forKey: job.id) }
         }
-        _ = try? store.finish(
-            id: job.id, lease: lease, state: outcome.state, result: outcome.result, errorCode: outcome.code,
-            errorMessage: outcome.message)
+        _ = try? timed("finish") {
+            try store.finish(
+                id: job.id, lease: lease, state: outcome.state, result: outcome.result, errorCode: outcome.code,
+                errorMessage: outcome.message)
+        }
         removeOldJobs()
     }
 
@@ -369,10 +386,16 @@ private final class ProgressKeeper: Sendable {
     private let id: String
     private let lease: JobLease
     private let store: JobStore
+    /// Runs a store call, counting it.
+    private let timed: @Sendable (() throws -> Void) throws -> Void
 
-    init(id: String, lease: JobLease, store: JobStore, items: Int) {
+    init(
+        id: String, lease: JobLease, store: JobStore, items: Int,
+        timed: @escaping @Sendable (() throws -> Void) throws -> Void
+    ) {
         self.id = id
         self.lease = lease
+        self.timed = timed
         self.store = store
         var initial = State()
         initial.progress.items = items
@@ -390,7 +413,7 @@ private final class ProgressKeeper: Sendable {
 
     func save() {
         let progress = state.withLock { $0.progress }
-        try? store.saveProgress(id: id, lease: lease, progress)
+        try? timed { try store.saveProgress(id: id, lease: lease, progress) }
     }
 
     private func update(_ change: (inout State) -> Void) {
@@ -402,7 +425,7 @@ private final class ProgressKeeper: Sendable {
             s.saved = Date()
             return s.progress
         }
-        if let due { try? store.saveProgress(id: id, lease: lease, due) }
+        if let due { try? timed { try store.saveProgress(id: id, lease: lease, due) } }
     }
 }
 

@@ -17,6 +17,8 @@ public final class Metrics: Sendable {
         var durationCounts = [Int64](repeating: 0, count: Metrics.durationBuckets.count)
         var durationSum: Double = 0
         var durationCount: Int64 = 0
+        /// Calls to the job store by the runner, and the seconds they took, by operation.
+        var storeCalls: [String: (count: Int64, seconds: Double)] = [:]
     }
 
     struct RouteStatus: Hashable {
@@ -42,6 +44,15 @@ public final class Metrics: Sendable {
             }
             s.durationSum += seconds
             s.durationCount += 1
+        }
+    }
+
+    /// One call of the job runner to its store: `claim` (a job taken), `claim_empty`, `renew`,
+    /// `progress`, `finish`. What the queue itself costs a job, apart from the job's work.
+    func countStoreCall(_ operation: String, seconds: Double) {
+        state.withLock { s in
+            let now = s.storeCalls[operation] ?? (0, 0)
+            s.storeCalls[operation] = (now.count + 1, now.seconds + seconds)
         }
     }
 
@@ -102,6 +113,16 @@ public final class Metrics: Sendable {
         out += "mprobe_job_duration_seconds_bucket{le=\"+Inf\"} \(s.durationCount)\n"
         out += "mprobe_job_duration_seconds_sum \(s.durationSum)\n"
         out += "mprobe_job_duration_seconds_count \(s.durationCount)\n"
+        family("mprobe_job_store_calls_total", "counter", "Calls of the job runner to the job store, by operation.")
+        for (operation, call) in s.storeCalls.sorted(by: { $0.key < $1.key }) {
+            out += "mprobe_job_store_calls_total{operation=\"\(operation)\"} \(call.count)\n"
+        }
+        family(
+            "mprobe_job_store_seconds_total", "counter",
+            "Seconds the job runner spent in job store calls, by operation.")
+        for (operation, call) in s.storeCalls.sorted(by: { $0.key < $1.key }) {
+            out += "mprobe_job_store_seconds_total{operation=\"\(operation)\"} \(call.seconds)\n"
+        }
         family("mprobe_origin_connections", "gauge", "Connections to origins held open (idle and in use).")
         out += "mprobe_origin_connections \(gauges.originConnections)\n"
         return out
