@@ -102,14 +102,13 @@ def throughput(token, origin, count, nodes):
         for k, v in s.items():
             seconds[k] = seconds.get(k, 0) + v
     queue = sum(seconds.get(k, 0) for k in ("claim", "renew", "progress", "finish"))
-    print(json.dumps({
+    each = {k: round(1000 * seconds.get(k, 0) / max(1, calls.get(k, 0)), 2) for k in ("claim", "progress", "finish")}
+    result = {
         "jobs": count, "seconds": round(last - first, 3), "jobs_per_second": round(count / (last - first), 2),
-        "failed": sum(1 for j in jobs if j["state"] != "done"),
-        "queue_ms_per_job": round(1000 * queue / count, 2),
-        "claim_ms": round(1000 * seconds.get("claim", 0) / max(1, calls.get("claim", 0)), 2),
-        "finish_ms": round(1000 * seconds.get("finish", 0) / max(1, calls.get("finish", 0)), 2),
-        "progress_ms": round(1000 * seconds.get("progress", 0) / max(1, calls.get("progress", 0)), 2),
-    }))
+        "failed": sum(1 for j in jobs if j["state"] != "done"), "queue_ms_per_job": round(1000 * queue / count, 2),
+    }
+    result["row"] = "%s (%s, %s, %s)" % (result["queue_ms_per_job"], each["claim"], each["progress"], each["finish"])
+    print(json.dumps(result))
 
 
 def wait(token, origin, count, nodes):
@@ -127,8 +126,9 @@ def wait(token, origin, count, nodes):
         time.sleep(0.05)  # every worker idle again, as in a quiet cluster
     waits.sort()
     pick = lambda q: waits[min(len(waits) - 1, int(q * len(waits)))]
-    print(json.dumps({"jobs": count, "p50_ms": round(pick(0.5), 1), "p99_ms": round(pick(0.99), 1),
-                      "max_ms": round(waits[-1], 1)}))
+    result = {"jobs": count, "p50_ms": round(pick(0.5), 1), "p99_ms": round(pick(0.99), 1), "max_ms": round(waits[-1], 1)}
+    result["row"] = "%s / %s / %s" % (result["p50_ms"], result["p99_ms"], result["max_ms"])
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

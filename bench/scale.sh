@@ -77,8 +77,8 @@ for rep in $(seq "$REPEATS"); do
         stop_nodes
         echo "repeat $rep, $n node(s): $out; waits: $waited" >&2
         RATE[$n,$rep]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["jobs_per_second"])' "$out")
-        COST[$n,$rep]=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(f"{d[\"queue_ms_per_job\"]} (claim {d[\"claim_ms\"]}, progress {d[\"progress_ms\"]}, finish {d[\"finish_ms\"]})")' "$out")
-        WAITED[$n,$rep]=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(f"{d[\"p50_ms\"]} / {d[\"p99_ms\"]} / {d[\"max_ms\"]}")' "$waited")
+        COST[$n,$rep]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["row"])' "$out")
+        WAITED[$n,$rep]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["row"])' "$waited")
     done
 done
 

@@ -29,9 +29,11 @@ public struct FileUpload: Sendable {
             try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
             try easy.set(CURLOPT_NOSIGNAL, 1)
             try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.timeout * 1000))
-            // Stalled: under 1 byte/s for `timeout` seconds, as a fetch.
+            // Stalled: under 1 byte/s for `timeout` seconds, as a fetch; and all of it, answer
+            // included, within four times that (a destination that drips its answer holds a worker).
             try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
             try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(options.timeout)))
+            try easy.set(CURLOPT_TIMEOUT_MS, Int(max(10, options.timeout * 4) * 1000))
             try easy.set(CURLOPT_USERAGENT, options.userAgent)
             try easy.set(CURLOPT_HTTPHEADER, list: headers)
             if let ca = options.caCertPath { try easy.set(CURLOPT_CAINFO, ca) }

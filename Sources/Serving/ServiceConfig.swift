@@ -50,7 +50,7 @@ public struct ServiceLimits: Sendable {
     public var maxJobResultBytes = 2 << 20
     /// A job's files kept in a shared job store (PostgreSQL), at most, all items together: what one
     /// thumbnail job costs the database (more fails the job, saying so).
-    public var maxStoredJobFileBytes = 256 << 20
+    public var maxStoredJobFileBytes = 64 << 20
     /// Bytes of jobs one page of `GET /v1/jobs` holds, at most (at least one job, which the two
     /// bounds above keep small); the rest is on the next page.
     public var maxListingBytes = 2 << 20

@@ -148,6 +148,31 @@ final class ScaleOutTests: CLITestCase {
         print("ScaleOutTests: \(refusedDuringRestart) submissions refused while PostgreSQL restarted")
     }
 
+    /// PostgreSQL down for a few seconds as a job ends: its result is recorded when it is back (the
+    /// lease still holds), not thrown away to run the job again.
+    func testAResultIsKeptThroughAShortPostgresOutage() throws {
+        let media = Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("faststart.mp4"))))
+        let slow = try FaultServer()
+        slow.route("/slow.mp4", .stall(afterBytes: 0, seconds: 2, then: .serve(body: media)))
+        let cluster = try Cluster(dir: dir, allow: [slow.port], lease: 20, nodes: 1)
+        defer { cluster.stop() }
+        let reply = try submit(cluster.live[0].base, #"{"type": "prefetch", "url": "\#(slow.url("/slow.mp4"))"}"#)
+        let id = try XCTUnwrap(try reply.json()["id"] as? String)
+        XCTAssertTrue(waitUntil(seconds: 20) { (try? cluster.holder(of: id)) != nil })
+        cluster.postgres.stop()
+        // The job ends while the store is away (its origin answers after 2 s).
+        XCTAssertTrue(waitUntil(seconds: 20) { slow.requests.count >= 1 })
+        Thread.sleep(forTimeInterval: 4)
+        let down = try HTTPClient.request("GET", cluster.live[0].base + "/v1/jobs/\(id)", headers: auth)
+        XCTAssertEqual(down.status, 503, down.text)
+        XCTAssertEqual(
+            try down.json()["error"].flatMap { ($0 as? [String: Any])?["code"] as? String }, "job_store_unavailable")
+        try cluster.postgres.start()
+        let job = try cluster.live[0].waitForJob(id, headers: auth, timeout: 30)
+        XCTAssertEqual(job["state"] as? String, "done", "\(job)")
+        XCTAssertEqual(job["attempts"] as? Int, 1, "recorded by its first run: \(job)")
+    }
+
     /// A cancel asked of one node stops the job on the node that runs it, at once (its NOTIFY),
     /// not at the next lease renewal.
     func testACancelReachesTheNodeThatRunsTheJob() throws {

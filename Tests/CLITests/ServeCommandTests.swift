@@ -92,13 +92,26 @@ final class ServeCommandTests: CLITestCase {
             (["--listen", "nonsense"], "--listen needs HOST:PORT"), (["--workers", "0"], "--workers needs"),
             (["--token-file", dir.file("missing")], "cannot read it"),
             (["--proxy", "http://127.0.0.1:3128"], "cannot use a proxy"),
-            (["--jobs", "mysql://user:pw@db/x"], "--jobs needs a PostgreSQL URL"),
+            (["--jobs", "mysql://user:pw@db/x"], "got a URL of scheme 'mysql'"),
+            (["--jobs", "password=S3cretPW host=db"], "got something else"),
             (["--job-lease", "1"], "--job-lease needs 2...3600"), (["--job-attempts", "0"], "--job-attempts needs"),
         ]
         for (args, message) in cases {
             let result = try mprobe(["serve", "--cache-dir", cacheDir] + args, expect: 2)
             XCTAssertTrue(result.stderr.contains(message), "\(args): \(result.stderr)")
             XCTAssertFalse(result.stderr.contains("serving on"), "\(args)")
+            XCTAssertFalse(result.stderr.contains("S3cretPW") || result.stderr.contains(":pw@"), result.stderr)
+        }
+        // A PostgreSQL that cannot be reached: exit 3, the password in none of its forms repeated.
+        let port = try LoopbackSocket.freePort()
+        for url in [
+            "postgres://mprobe:S3cretPW@127.0.0.1:\(port)/x", "postgres://mprobe@127.0.0.1:\(port)/x?password=S3cretPW",
+            "postgres://mprobe:S3cret%zzPW@127.0.0.1:\(port)/x",
+        ] {
+            let result = try mprobe(
+                ["serve", "--cache-dir", cacheDir, "--listen", "127.0.0.1:0", "--jobs", url], expect: 3)
+            XCTAssertTrue(result.stderr.contains("PostgreSQL"), result.stderr)
+            XCTAssertFalse(result.stderr.contains("S3cret"), result.stderr)
         }
     }
 

@@ -73,6 +73,9 @@ final class ServiceAPITests: XCTestCase {
             try HTTPClient.request("DELETE", service.url("/v1/jobs/\(id)")).status, 409, "a finished job stays finished"
         )
         XCTAssertEqual(try service.get("/v1/jobs/nope").status, 404)
+        // An id with anything a job id cannot hold (a NUL would end it early in PostgreSQL) names none.
+        XCTAssertEqual(try service.get("/v1/jobs/\(id)%00junk").status, 404)
+        XCTAssertEqual(try HTTPClient.request("DELETE", service.url("/v1/jobs/\(id)%00")).status, 404)
     }
 
     func testAThumbnailJobServesItsFilesAndAStoryboardThatPointsBackHere() throws {

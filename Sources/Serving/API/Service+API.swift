@@ -120,7 +120,9 @@ extension Service {
         }
         try store.insert(job)
         runner.jobQueued()
-        var response = json(job.json, status: 202)
+        // As stored: a shared store gives it the database's time.
+        let stored = (try? store.job(id: id)) ?? nil
+        var response = json((stored ?? job).json, status: 202)
         response.headers.append(("Location", "/v1/jobs/\(job.id)"))
         return response
     }
@@ -163,7 +165,15 @@ extension Service {
         return json(.object([("jobs", .array(page)), ("next_cursor", next.map(JSON.string) ?? .null)]))
     }
 
+    /// A job id as the service makes them (a lowercase UUID, or what an older service made:
+    /// hex digits and dashes); anything else names no job, and is never sent to the store.
+    static func isJobID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64
+            && id.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || $0 == 45 }
+    }
+
     func showJob(_ id: String) throws -> HTTPResponse {
+        guard Service.isJobID(id) else { throw APIError.notFound("no job \(id)") }
         guard let job = try store.job(id: id) else { throw APIError.notFound("no job \(id)") }
         return json(job.json)
     }
@@ -171,6 +181,7 @@ extension Service {
     /// `DELETE /v1/jobs/{id}`: a queued job is cancelled at once, a running one as soon as it
     /// notices; a finished one is left as it is (409).
     func cancelJob(_ id: String) throws -> HTTPResponse {
+        guard Service.isJobID(id) else { throw APIError.notFound("no job \(id)") }
         switch try store.cancel(id: id) {
         case .notFound:
             throw APIError.notFound("no job \(id)")
@@ -198,7 +209,7 @@ extension Service {
     /// a shared job store the files are read from it, so every node serves every job's files.
     func jobFile(id: String, name: [String], request: HTTPRequest) throws -> HTTPResponse {
         let safe = name.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".") && !$0.contains("/") }
-        guard safe, !id.contains("."), name.count == 2, try store.job(id: id) != nil,
+        guard safe, Service.isJobID(id), name.count == 2, try store.job(id: id) != nil,
             var bytes =
                 try store.keepsFiles
                 ? store.file(id: id, item: name[0], name: name[1])

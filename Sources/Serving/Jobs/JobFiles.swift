@@ -59,6 +59,16 @@ enum JobFiles {
 
     private static func isTemporary(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".tmp") }
 
+    /// Bytes of the regular files of one item (`<root>/<job id>/<item>/`), without reading them.
+    static func itemBytes(root: String, job: String, item: String) -> Int {
+        let folder = root + "/" + job + "/" + item
+        return entries(of: folder).filter { !$0.isFolder }.reduce(0) { total, entry in
+            var info = stat()
+            guard lstat(folder + "/" + entry.name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return total }
+            return total + Int(info.st_size)
+        }
+    }
+
     /// The files of one item (`<root>/<job id>/<item>/`), read as `read` reads them, by name.
     static func item(root: String, job: String, item: String) -> [(name: String, bytes: [UInt8])] {
         entries(of: root + "/" + job + "/" + item).filter { !$0.isFolder && !isTemporary($0.name) }.sorted {

@@ -201,13 +201,15 @@ final class JobRunner: Sendable {
             if s.cancelledEarly.removeValue(forKey: job.id) != nil { token.cancel() }
         }
         defer { state.withLock { _ = $0.running.removeValue(forKey: job.id) } }
+        // With a shared store this node's folder only stages a job's files: nothing stays.
+        defer { if store.keepsFiles { try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job.id) } }
         let started = Date()
         var outcome: (state: JobState, result: String?, code: String?, message: String?)
         do {
             // Kept until the job ends: a run again here (after a lost lease) needs the secrets too.
             let request = state.withLock { $0.requests[job.id] }
             let spec = try JobSpec(body: request ?? Array(job.spec.utf8), limits: ServiceLimits())
-            if request == nil, spec.urls.contains(where: { $0.contains("=***") || $0.contains("***@") }) {
+            if request == nil, spec.remoteURLs.contains(where: { $0.contains("=***") || $0.contains("***@") }) {
                 throw APIError(
                     status: 409, code: "credentials_lost",
                     message:
@@ -245,42 +247,43 @@ final class JobRunner: Sendable {
             metrics.countJob(seconds: Date().timeIntervalSince(started))
             state.withLock { _ = $0.requests.removeValue(forKey: job.id) }
         }
-        _ = try? timed("finish") {
-            try store.finish(
-                id: job.id, lease: lease, state: outcome.state, result: outcome.result, errorCode: outcome.code,
-                errorMessage: outcome.message)
-        }
+        record(outcome, of: job.id, lease: lease)
         removeOldJobs()
+    }
+
+    /// Records a job's end. A store out of reach (PostgreSQL restarting) is tried again for as
+    /// long as the lease may still hold — the job stays registered meanwhile, so its lease is
+    /// renewed as soon as the store is back — or, when the service stops, for its last seconds.
+    private func record(
+        _ outcome: (state: JobState, result: String?, code: String?, message: String?), of id: String, lease: JobLease
+    ) {
+        let deadline = Date().addingTimeInterval(stopping ? min(2, leaseSeconds) : leaseSeconds)
+        while true {
+            do {
+                _ = try timed("finish") {
+                    try store.finish(
+                        id: id, lease: lease, state: outcome.state, result: outcome.result, errorCode: outcome.code,
+                        errorMessage: outcome.message)
+                }
+                return
+            } catch {
+                guard Date() < deadline else { return }  // the lease is gone: the job runs again elsewhere
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
     }
 
     /// Keeps the store and the job files bounded: finished jobs past the retention limits go,
     /// with their files. Failing to remove them costs only space, so errors are not fatal.
     private func removeOldJobs() {
-        let cutoff = Date().addingTimeInterval(-limits.keptJobSeconds)
-        guard let removed = try? store.removeFinished(keepingNewest: limits.keptFinishedJobs, finishedBefore: cutoff)
+        guard
+            let removed = try? store.removeFinished(
+                keepingNewest: limits.keptFinishedJobs, finishedLongerAgoThan: limits.keptJobSeconds)
         else { return }
         // Ids are the service's own UUIDs; anything else is never turned into a path.
         for id in removed where !id.isEmpty && id.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
             try? FileManager.default.removeItem(atPath: filesDirectory + "/" + id)
         }
-    }
-
-    /// Moves one item's files from this node's folder into the shared store, where every node
-    /// reads them; the job's files together stay under `maxStoredJobFileBytes`.
-    private func keepFiles(
-        _ files: [(name: String, bytes: [UInt8])], job: String, lease: JobLease, item: String, total: inout Int
-    ) throws {
-        total += files.reduce(0) { $0 + $1.bytes.count }
-        guard total <= limits.maxStoredJobFileBytes else {
-            throw APIError(
-                status: 500, code: "files_too_large",
-                message:
-                    "the job's files are \(total) bytes so far, more than the \(limits.maxStoredJobFileBytes) the job store keeps for one job"
-            )
-        }
-        // A lost lease stores nothing: the worker that holds the job now makes its own files.
-        _ = try store.putFiles(id: job, lease: lease, item: item, files)
-        try? FileManager.default.removeItem(atPath: filesDirectory + "/" + job + "/" + item)
     }
 
     /// `PUT`s one item's files below the job's `output`, the manifest last: once it is there,
@@ -344,11 +347,22 @@ final class JobRunner: Sendable {
                     let set = try thumbnailer.make(url, session: jobSession)
                     let folder = "\(i + 1)"
                     try ThumbnailReport.write(set, to: filesDirectory + "/" + job.id + "/" + folder)
+                    // Counted before they are read: what a shared store keeps of a job is bounded, and
+                    // so is what a node holds in memory to store it.
+                    if store.keepsFiles {
+                        storedFileBytes += JobFiles.itemBytes(root: filesDirectory, job: job.id, item: folder)
+                        guard storedFileBytes <= limits.maxStoredJobFileBytes else {
+                            throw APIError(
+                                status: 500, code: "files_too_large",
+                                message:
+                                    "the job's files are \(storedFileBytes) bytes so far, more than the \(limits.maxStoredJobFileBytes) the job store keeps for one job"
+                            )
+                        }
+                    }
                     let files = JobFiles.item(root: filesDirectory, job: job.id, item: folder)
                     if let output { try deliver(files, to: output, item: folder, token: token) }
-                    if store.keepsFiles {
-                        try keepFiles(files, job: job.id, lease: lease, item: folder, total: &storedFileBytes)
-                    }
+                    // A lost lease stores nothing: the worker that holds the job now makes its own files.
+                    if store.keepsFiles { _ = try store.putFiles(id: job.id, lease: lease, item: folder, files) }
                     guard case .object(var members) = ThumbnailReport.manifest(set) else { break }
                     members.insert(("ok", .bool(true)), at: 1)
                     members.append(("files", .string("/v1/jobs/\(job.id)/files/\(folder)/")))

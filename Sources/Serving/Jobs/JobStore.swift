@@ -11,7 +11,8 @@ import Foundation
 /// result of the run that held its lease when it ended.
 public protocol JobStore: Sendable {
     /// Stores a queued job. A job with `node` set is run by that node's workers while the node
-    /// is alive (`heartbeat`), by any node's once it is not.
+    /// is alive (`heartbeat`), by any node's once it is not. A shared store stamps its times
+    /// (created, started, finished) with its own clock, so that the nodes' clocks need not agree.
     func insert(_ job: JobRecord) throws
     func job(id: String) throws -> JobRecord?
     /// Newest first, at most `limit`, only those older than the job numbered `before` when given
@@ -40,9 +41,9 @@ public protocol JobStore: Sendable {
     /// Jobs held by processes of this machine that are gone are put back in the queue without
     /// waiting for their leases to run out; returns how many.
     func releaseAbandoned() throws -> Int
-    /// Removes finished jobs beyond the newest `count` and those finished before `cutoff`;
-    /// returns their ids (their files go too).
-    func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String]
+    /// Removes finished jobs beyond the newest `count` and those finished more than `age`
+    /// seconds ago, by the store's clock; returns their ids (their files go too).
+    func removeFinished(keepingNewest count: Int, finishedLongerAgoThan age: Double) throws -> [String]
     /// Tells `handler` of what other processes do: a job queued, a cancel asked for. Stores that
     /// cannot tell (SQLite) call nothing; workers look every `JobLease.pollSeconds` besides.
     func watch(_ handler: @escaping @Sendable (JobEvent) -> Void)

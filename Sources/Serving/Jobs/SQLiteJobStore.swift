@@ -261,14 +261,15 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    public func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String] {
-        try db.withLock { db in
+    public func removeFinished(keepingNewest count: Int, finishedLongerAgoThan age: Double) throws -> [String] {
+        let cutoff = SQLiteJobStore.now - age
+        return try db.withLock { db in
             var ids: [String] = []
             try db.query(
                 """
                 SELECT id FROM jobs WHERE finished IS NOT NULL AND (finished < ? OR seq NOT IN
                     (SELECT seq FROM jobs WHERE finished IS NOT NULL ORDER BY seq DESC LIMIT ?))
-                """, [.double(cutoff.timeIntervalSince1970), .int(Int64(count))]
+                """, [.double(cutoff), .int(Int64(count))]
             ) { row in
                 if let id = row.text(0) { ids.append(id) }
             }

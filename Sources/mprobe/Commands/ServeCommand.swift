@@ -272,9 +272,13 @@ enum ServeCommand: OptionCommand {
     static func jobsURL(_ text: String?) throws -> String? {
         guard let text, text != "sqlite" else { return nil }
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") else {
+            // Only a scheme is repeated: whatever else was given may hold a password.
+            let scheme = text.range(of: "^[A-Za-z][A-Za-z0-9+.-]{0,19}://", options: .regularExpression).map {
+                "a URL of scheme '\(text[$0].dropLast(3))'"
+            }
             throw UsageError(
                 "--jobs needs a PostgreSQL URL as libpq takes it (postgres://... or postgresql://...) or sqlite "
-                    + "(the default), got one of scheme '\(text.prefix(while: { $0 != ":" }).prefix(20))'")
+                    + "(the default), got \(scheme ?? "something else")")
         }
         return text
     }

@@ -43,13 +43,17 @@ final class PostgresConnection {
         let pq = try LibPQ.loading.get()
         self.pq = pq
         // Later parameters override earlier ones: the URL's own settings win over these defaults.
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["5", "mprobe", url]
+        // A statement waits 10 s at most (a table locked by someone else: the API answers 503,
+        // it does not hang), and the server's notices ("already exists") are not printed.
+        let keywords = ["connect_timeout", "application_name", "options", "dbname"]
+        let values = ["5", "mprobe", "-c statement_timeout=10000 -c client_min_messages=warning", url]
         let connection = withCStrings(keywords) { k in withCStrings(values) { v in pq.PQconnectdbParams(k, v, 1) } }
         guard let connection else { throw PostgresError(message: "out of memory connecting to PostgreSQL", state: nil) }
         guard pq.PQstatus(connection) == CONNECTION_OK else {
-            let message = PostgresConnection.text(pq.PQerrorMessage(connection)).trimmingCharacters(
-                in: .whitespacesAndNewlines)
+            // libpq may quote what it could not parse, a password among it.
+            let message = PostgresJobStore.secrets(in: url).reduce(
+                PostgresConnection.text(pq.PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            ) { $0.replacingOccurrences(of: $1, with: "***") }
             pq.PQfinish(connection)
             throw PostgresError(message: "cannot connect to PostgreSQL: \(message)", state: nil)
         }
@@ -69,6 +73,10 @@ final class PostgresConnection {
     /// text or nil for NULL.
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        // libpq ends a text parameter at a NUL: it would stand for a shorter value.
+        guard !parameters.contains(where: { $0?.utf8.contains(0) == true }) else {
+            throw PostgresError(message: "PostgreSQL: a value holds a NUL byte, which text cannot", state: "22021")
+        }
         let result = withOptionalCStrings(parameters) { values in
             pq.PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }

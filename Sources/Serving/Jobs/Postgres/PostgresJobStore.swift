@@ -22,10 +22,22 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// The job store's name in messages: the URL without its password.
+    /// The URL as shown: its password (`user:PASSWORD@`, `?password=`) hidden. One that cannot be
+    /// read as a URL is not shown at all.
     public static func shown(_ url: String) -> String {
-        guard var parts = URLComponents(string: url), parts.password != nil else { return url }
-        parts.password = "***"
+        guard var parts = URLComponents(string: url) else { return "postgres://..." }
+        if parts.password != nil { parts.password = "***" }
+        parts.queryItems = parts.queryItems?.map { item in
+            item.name.lowercased().contains("password") ? URLQueryItem(name: item.name, value: "***") : item
+        }
         return parts.string ?? "postgres://..."
+    }
+
+    /// The passwords a URL holds, as written and decoded: what no message may repeat.
+    static func secrets(in url: String) -> [String] {
+        guard let parts = URLComponents(string: url) else { return [url] }
+        let query = (parts.queryItems ?? []).filter { $0.name.lowercased().contains("password") }.compactMap(\.value)
+        return ([parts.percentEncodedPassword, parts.password].compactMap { $0 } + query).filter { !$0.isEmpty }
     }
 
     private static func migrate(_ db: PostgresConnection) throws {
@@ -104,7 +116,9 @@ public final class PostgresJobStore: JobStore {
             finished: date(13), seq: int(14), attempts: Int(int(15)))
     }
 
-    private static var now: String { String(Date().timeIntervalSince1970) }
+    /// Times are the database's (`now()`, the transaction's start), as seconds since 1970: the
+    /// nodes' clocks need not agree, for leases, retention or what a job shows.
+    private static let now = "extract(epoch from now())"
 
     public func insert(_ job: JobRecord) throws {
         try pool.with { db in
@@ -113,12 +127,11 @@ public final class PostgresJobStore: JobStore {
                 """
                 WITH added AS (
                     INSERT INTO mprobe_jobs(id, type, spec, state, items, created, bound_node)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq)
+                    VALUES ($1, $2, $3, $4, $5, \(PostgresJobStore.now), $6) RETURNING seq)
                 SELECT pg_notify('\(PostgresJobStore.queuedChannel)', '') FROM added
                 """,
                 [
-                    job.id, job.type.rawValue, job.spec, job.state.rawValue, String(job.progress.items),
-                    String(job.created.timeIntervalSince1970), job.node,
+                    job.id, job.type.rawValue, job.spec, job.state.rawValue, String(job.progress.items), job.node,
                 ])
         }
     }
@@ -155,15 +168,15 @@ public final class PostgresJobStore: JobStore {
             return try db.query(
                 """
                 WITH next AS (
-                    SELECT seq FROM mprobe_jobs j WHERE state = 'queued' AND (bound_node IS NULL OR bound_node = $4
+                    SELECT seq FROM mprobe_jobs j WHERE state = 'queued' AND (bound_node IS NULL OR bound_node = $3
                         OR NOT EXISTS (SELECT 1 FROM mprobe_nodes n
-                            WHERE n.name = j.bound_node AND n.seen > now() - make_interval(secs => $3)))
+                            WHERE n.name = j.bound_node AND n.seen > now() - make_interval(secs => $2)))
                     ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-                UPDATE mprobe_jobs j SET state = 'running', started = $1, holder = $2,
-                    lease_until = now() + make_interval(secs => $3), attempts = j.attempts + 1
+                UPDATE mprobe_jobs j SET state = 'running', started = \(PostgresJobStore.now), holder = $1,
+                    lease_until = now() + make_interval(secs => $2), attempts = j.attempts + 1
                 FROM next WHERE j.seq = next.seq
                 RETURNING \(PostgresJobStore.columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-                """, [PostgresJobStore.now, lease.holder, String(lease.seconds), JobLease.process]
+                """, [lease.holder, String(lease.seconds), JobLease.process]
             ).first.flatMap(PostgresJobStore.record)
         }
     }
@@ -175,17 +188,17 @@ public final class PostgresJobStore: JobStore {
             """
             UPDATE mprobe_jobs SET
                 state = CASE WHEN cancel_requested THEN 'cancelled'
-                    WHEN attempts >= $2 THEN 'failed' ELSE 'queued' END,
-                finished = CASE WHEN cancel_requested OR attempts >= $2 THEN $1::double precision END,
-                started = CASE WHEN cancel_requested OR attempts >= $2 THEN started END,
+                    WHEN attempts >= $1 THEN 'failed' ELSE 'queued' END,
+                finished = CASE WHEN cancel_requested OR attempts >= $1 THEN \(PostgresJobStore.now) END,
+                started = CASE WHEN cancel_requested OR attempts >= $1 THEN started END,
                 error_code = CASE WHEN cancel_requested THEN 'cancelled'
-                    WHEN attempts >= $2 THEN 'attempts_exhausted' END,
+                    WHEN attempts >= $1 THEN 'attempts_exhausted' END,
                 error_message = CASE WHEN cancel_requested THEN 'the job was cancelled'
-                    WHEN attempts >= $2 THEN $3 || attempts || $4 END,
+                    WHEN attempts >= $1 THEN $2 || attempts || $3 END,
                 holder = NULL, lease_until = NULL
             WHERE state = 'running' AND (lease_until IS NULL OR lease_until < now())
             """,
-            [now, String(maxAttempts)] + exhaustedParts)
+            [String(maxAttempts)] + exhaustedParts)
     }
 
     /// `JobStoreText.exhausted` around the count, for SQL to put the row's count between.
@@ -231,13 +244,13 @@ public final class PostgresJobStore: JobStore {
                 """
                 WITH ended AS (
                     UPDATE mprobe_jobs SET state = $3, result = $4, error_code = $5, error_message = $6,
-                        finished = CASE WHEN $3 IN ('done', 'failed', 'cancelled') THEN $7::double precision END,
+                        finished = CASE WHEN $3 IN ('done', 'failed', 'cancelled') THEN \(PostgresJobStore.now) END,
                         holder = NULL, lease_until = NULL,
                         started = CASE WHEN $3 = 'queued' THEN NULL ELSE started END,
                         attempts = CASE WHEN $3 = 'queued' THEN attempts - 1 ELSE attempts END
                     WHERE id = $1 AND holder = $2 AND state = 'running' RETURNING state)
                 SELECT CASE WHEN state = 'queued' THEN pg_notify('\(PostgresJobStore.queuedChannel)', '') END FROM ended
-                """, [id, lease.holder, state.rawValue, result, errorCode, errorMessage, PostgresJobStore.now])
+                """, [id, lease.holder, state.rawValue, result, errorCode, errorMessage])
             return !rows.isEmpty
         }
     }
@@ -251,7 +264,7 @@ public final class PostgresJobStore: JobStore {
                 changed AS (
                     UPDATE mprobe_jobs SET
                         state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
-                        finished = CASE WHEN state = 'queued' THEN $2::double precision ELSE finished END,
+                        finished = CASE WHEN state = 'queued' THEN \(PostgresJobStore.now) ELSE finished END,
                         error_code = CASE WHEN state = 'queued' THEN 'cancelled' ELSE error_code END,
                         error_message = CASE WHEN state = 'queued' THEN 'the job was cancelled' ELSE error_message END,
                         cancel_requested = cancel_requested OR state = 'running'
@@ -259,7 +272,7 @@ public final class PostgresJobStore: JobStore {
                 SELECT found.state, CASE WHEN found.state = 'running'
                     THEN pg_notify('\(PostgresJobStore.cancelChannel)', $1) END
                 FROM found
-                """, [id, PostgresJobStore.now])
+                """, [id])
             guard let state = rows.firstValue.flatMap({ JobState(rawValue: $0) }) else { return .notFound }
             switch state {
             case .queued: return .cancelled
@@ -284,14 +297,14 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    public func removeFinished(keepingNewest count: Int, finishedBefore cutoff: Date) throws -> [String] {
+    public func removeFinished(keepingNewest count: Int, finishedLongerAgoThan age: Double) throws -> [String] {
         try pool.with { db in
             try db.query(
                 """
-                DELETE FROM mprobe_jobs WHERE finished IS NOT NULL AND (finished < $1 OR seq NOT IN
+                DELETE FROM mprobe_jobs WHERE finished IS NOT NULL AND (finished < \(PostgresJobStore.now) - $1 OR seq NOT IN
                     (SELECT seq FROM mprobe_jobs WHERE finished IS NOT NULL ORDER BY seq DESC LIMIT $2))
                 RETURNING id
-                """, [String(cutoff.timeIntervalSince1970), String(count)]
+                """, [String(age), String(count)]
             ).compactMap { $0.first ?? nil }
         }
     }
