@@ -12,6 +12,7 @@
         and prints how long each waited between being created and being started (ms): p50, p99, max.
 """
 import json
+import math
 import sys
 import threading
 import time
@@ -125,7 +126,7 @@ def wait(token, origin, count, nodes):
         waits.append(1000 * (when(job["started"]) - when(job["created"])))
         time.sleep(0.05)  # every worker idle again, as in a quiet cluster
     waits.sort()
-    pick = lambda q: waits[min(len(waits) - 1, int(q * len(waits)))]
+    pick = lambda q: waits[max(0, math.ceil(q * len(waits)) - 1)]  # nearest rank
     result = {"jobs": count, "p50_ms": round(pick(0.5), 1), "p99_ms": round(pick(0.99), 1), "max_ms": round(waits[-1], 1)}
     result["row"] = "%s / %s / %s" % (result["p50_ms"], result["p99_ms"], result["max_ms"])
     print(json.dumps(result))
