@@ -160,9 +160,17 @@ final class ScaleOutTests: CLITestCase {
         let id = try XCTUnwrap(try reply.json()["id"] as? String)
         XCTAssertTrue(waitUntil(seconds: 20) { (try? cluster.holder(of: id)) != nil })
         cluster.postgres.stop()
-        // The job ends while the store is away (its origin answers after 2 s).
-        XCTAssertTrue(waitUntil(seconds: 20) { slow.requests.count >= 1 })
-        Thread.sleep(forTimeInterval: 4)
+        // The job ends while the store is away (its origin answers after 2 s): the node tries to
+        // record it, and fails, more than once (its metrics count every try).
+        let finishTries = { () -> Int in
+            let text =
+                (try? HTTPClient.request("GET", cluster.live[0].base + "/metrics", headers: self.auth).text) ?? ""
+            let line = text.split(separator: "\n").first {
+                $0.hasPrefix(#"mprobe_job_store_calls_total{operation="finish"}"#)
+            }
+            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        XCTAssertTrue(waitUntil(seconds: 30) { finishTries() >= 2 }, "the node never tried to record the job's end")
         let down = try HTTPClient.request("GET", cluster.live[0].base + "/v1/jobs/\(id)", headers: auth)
         XCTAssertEqual(down.status, 503, down.text)
         XCTAssertEqual(
