@@ -56,7 +56,9 @@ final class JobStoreContractTests: XCTestCase {
 
     func testJobsAreKeptListedAndClaimedOldestFirst() throws {
         try eachStore { kind, store in
-            for n in 1...5 { try store.insert(record(n)) }
+            let inserted = try (1...5).map { try store.insert(record($0)) }
+            XCTAssertEqual(inserted.map(\.seq), inserted.map(\.seq).sorted(), kind)
+            XCTAssertTrue(inserted.allSatisfy { $0.seq > 0 }, "\(kind): as stored, with its place")
             XCTAssertEqual(try store.count(state: .queued), 5, kind)
             let listed = try store.jobs(state: nil, before: nil, limit: 3)
             XCTAssertEqual(listed.map(\.id), ["job-5", "job-4", "job-3"], kind)
@@ -64,6 +66,8 @@ final class JobStoreContractTests: XCTestCase {
                 try store.jobs(state: nil, before: listed[2].seq, limit: 10).map(\.id), ["job-2", "job-1"], kind)
             let shown = try XCTUnwrap(store.job(id: "job-3"), kind)
             XCTAssertEqual(shown.spec, record(3).spec, kind)
+            XCTAssertEqual(shown.created, inserted[2].created, "\(kind): insert returns the job as stored")
+            XCTAssertEqual(shown.seq, inserted[2].seq, kind)
             if kind == "sqlite" {
                 XCTAssertEqual(shown.created, record(3).created, kind)
             } else {

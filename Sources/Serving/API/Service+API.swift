@@ -118,11 +118,10 @@ extension Service {
             runner.remember(id, request: request.body)
             job.node = JobLease.process
         }
-        try store.insert(job)
-        runner.jobQueued()
         // As stored: a shared store gives it the database's time.
-        let stored = (try? store.job(id: id)) ?? nil
-        var response = json((stored ?? job).json, status: 202)
+        let stored = try store.insert(job)
+        runner.jobQueued()
+        var response = json(stored.json, status: 202)
         response.headers.append(("Location", "/v1/jobs/\(job.id)"))
         return response
     }

@@ -33,7 +33,7 @@ public struct JobRecord: Sendable {
     public var result: String?
     public var errorCode: String?
     public var errorMessage: String?
-    public let created: Date
+    public var created: Date
     public var started: Date?
     public var finished: Date?
     /// Its place in the order of submission (the store's; 0 before it is stored): pages of a

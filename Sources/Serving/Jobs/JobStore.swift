@@ -13,7 +13,9 @@ public protocol JobStore: Sendable {
     /// Stores a queued job. A job with `node` set is run by that node's workers while the node
     /// is alive (`heartbeat`), by any node's once it is not. A shared store stamps its times
     /// (created, started, finished) with its own clock, so that the nodes' clocks need not agree.
-    func insert(_ job: JobRecord) throws
+    /// Returns the job as stored (its place in the order, its creation time).
+    @discardableResult
+    func insert(_ job: JobRecord) throws -> JobRecord
     func job(id: String) throws -> JobRecord?
     /// Newest first, at most `limit`, only those older than the job numbered `before` when given
     /// (a page after a page); `state` nil for all.

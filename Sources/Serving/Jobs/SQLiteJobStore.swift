@@ -81,14 +81,17 @@ public final class SQLiteJobStore: JobStore {
 
     private static var now: Double { Date().timeIntervalSince1970 }
 
-    public func insert(_ job: JobRecord) throws {
+    public func insert(_ job: JobRecord) throws -> JobRecord {
         try db.withLock { db in
+            var stored = job
             try db.query(
-                "INSERT INTO jobs(id, type, spec, state, items, created) VALUES(?, ?, ?, ?, ?, ?)",
+                "INSERT INTO jobs(id, type, spec, state, items, created) VALUES(?, ?, ?, ?, ?, ?) RETURNING seq",
                 [
                     .text(job.id), .text(job.type.rawValue), .text(job.spec), .text(job.state.rawValue),
                     .int(Int64(job.progress.items)), .double(job.created.timeIntervalSince1970),
-                ])
+                ]
+            ) { stored.seq = $0.int(0) }
+            return stored
         }
     }
 

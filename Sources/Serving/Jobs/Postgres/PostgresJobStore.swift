@@ -120,19 +120,24 @@ public final class PostgresJobStore: JobStore {
     /// nodes' clocks need not agree, for leases, retention or what a job shows.
     private static let now = "extract(epoch from now())"
 
-    public func insert(_ job: JobRecord) throws {
+    public func insert(_ job: JobRecord) throws -> JobRecord {
         try pool.with { db in
             // The notice goes out when the statement commits: a worker woken by it finds the job.
-            _ = try db.query(
+            let row = try db.query(
                 """
                 WITH added AS (
                     INSERT INTO mprobe_jobs(id, type, spec, state, items, created, bound_node)
-                    VALUES ($1, $2, $3, $4, $5, \(PostgresJobStore.now), $6) RETURNING seq)
-                SELECT pg_notify('\(PostgresJobStore.queuedChannel)', '') FROM added
+                    VALUES ($1, $2, $3, $4, $5, \(PostgresJobStore.now), $6) RETURNING seq, created)
+                SELECT seq, created, pg_notify('\(PostgresJobStore.queuedChannel)', '') FROM added
                 """,
                 [
                     job.id, job.type.rawValue, job.spec, job.state.rawValue, String(job.progress.items), job.node,
-                ])
+                ]
+            ).first
+            var stored = job
+            if let seq = row?[0].flatMap({ Int64($0) }) { stored.seq = seq }
+            if let created = row?[1].flatMap(Double.init) { stored.created = Date(timeIntervalSince1970: created) }
+            return stored
         }
     }
 
