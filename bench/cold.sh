@@ -13,7 +13,6 @@ WORK=$(mktemp -d /tmp/mprobe-cold-bench.XXXXXX)
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; bench_stop_nginx; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mkdir -p "$WORK/www" "$WORK/varnish"
 head -c $((160 * 1000 * 1000)) /dev/urandom > "$WORK/www/big.bin"
 for i in $(seq $((3 * ROUNDS))); do ln "$WORK/www/big.bin" "$WORK/www/f$i.bin"; done

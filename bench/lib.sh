@@ -46,8 +46,11 @@ bench_make_streams() {
     ffmpeg -hide_banner -loglevel error -y "${two[@]}" -f dash -seg_duration 4 "$S/dash/manifest.mpd"
 }
 
+# A loopback port free now (another process may take it before it is used).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 bench_start_proxy() { # RTT_MS MBIT [PROXY OPTIONS...] -> sets PROXY_PORT, PROXY_PID
-    PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    PROXY_PORT=$(free_port)
     python3 bench/latency_proxy.py "$PROXY_PORT" "$NGINX_PORT" "$@" &
     PROXY_PID=$!
     sleep 0.5
@@ -57,7 +60,7 @@ bench_stop_proxy() { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>
 
 bench_start_nginx() { # ROOT WORKDIR -> sets NGINX_PORT, NGINX_LOG
     local root="$1" work="$2"
-    NGINX_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    NGINX_PORT=$(free_port)
     NGINX_LOG="$work/access.log"
     mkdir -p "$work"
     cat > "$work/nginx.conf" <<CONF
