@@ -34,13 +34,14 @@ for port in "$OLD_PORT" "$NEW_PORT"; do until curl -fs "http://127.0.0.1:$port/h
 sleep 1
 stream() { echo "http://127.0.0.1:$1/v1/stream?url=http%3A%2F%2F127.0.0.1%3A$NGINX_PORT%2F$2"; }
 seconds() { curl -s -o /dev/null -w "%{time_total}" "$1"; }
+
 echo "| round | Varnish, s | old, s | new, s | old ÷ Varnish | new ÷ Varnish |"
 echo "|---|---|---|---|---|---|"
 n=0
 for r in $(seq "$ROUNDS"); do
-    v=$(seconds "http://127.0.0.1:$VARNISH_PORT/f$((n + 1)).bin")
-    o=$(seconds "$(stream "$OLD_PORT" "f$((n + 2)).bin")")
-    w=$(seconds "$(stream "$NEW_PORT" "f$((n + 3)).bin")")
+    v=$(seconds "http://127.0.0.1:$VARNISH_PORT/f$((n + 1)).bin"); bench_settle
+    o=$(seconds "$(stream "$OLD_PORT" "f$((n + 2)).bin")"); bench_settle
+    w=$(seconds "$(stream "$NEW_PORT" "f$((n + 3)).bin")"); bench_settle
     n=$((n + 3))
     python3 -c "import sys; v,o,w=map(float,sys.argv[1:]); print(f'| $r | {v:.3f} | {o:.3f} | {w:.3f} | {o/v:.2f} | {w/v:.2f} |')" "$v" "$o" "$w"
 done

@@ -111,3 +111,16 @@ bench_best_of() { # SHELL-COMMAND (and ROUNDS)
     done
     echo "$best_line"
 }
+
+# Between cold reads: the commits of the read before done (mprobe's cache commits within a second
+# of arrival), every dirty page on disk, and (as root) the clean ones dropped, so no run pays for
+# the write-back of the one before and each writes into memory the machine has used before. On
+# these virtual machines a page the guest never touched costs a fault in the host on first use: as
+# the page cache grew by 160 MB a run, the copy into it (`copy_folio_from_iter_atomic`) took 39% of
+# mprobe's samples and a cold read 0.31 s instead of 0.15 s; Varnish's malloc storage pays the same
+# for its heap.
+bench_settle() {
+    sleep 1.5
+    sync
+    if [ -w /proc/sys/vm/drop_caches ]; then echo 1 > /proc/sys/vm/drop_caches; fi
+}

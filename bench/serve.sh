@@ -162,11 +162,13 @@ origin_count() { # PATH -> "requests bytes" the origin served for PATH since its
 echo "cold readers..." >&2
 for rep in $(seq "$REPEATS"); do
     for server in slice varnish mprobe; do
+        bench_settle
         : > "$NGINX_LOG"
         t=$(curl -s -o /dev/null -w '%{time_total}' "$(url_of "$server" "one-$server-$rep.bin")")
         sleep 0.3 # nginx logs a request once its connection has sent it
         echo "one $server $rep $t $(origin_count "one-$server-$rep.bin")" >> "$RESULTS"
 
+        bench_settle
         : > "$NGINX_LOG"
         target=$(url_of "$server" "many-$server-$rep.bin")
         readers=()

@@ -171,16 +171,7 @@ final class RemoteResource: @unchecked Sendable {
         // An origin without validators: the stored bytes around the gap come too, to be compared.
         let check = OverlapCheck(core: range, validators: store.validators, stored: store.available)
         if let check, check.request.upperBound > range.upperBound { fetch.setBarrier(range.upperBound) }
-        // What arrives is recorded at least every second, however slowly it comes: a crash of the
-        // process loses little (the store also commits every few MiB).
-        let committer = DispatchSource.makeTimerSource(queue: .global())
-        // Weakly: the source may keep its handler a while after it is cancelled, and a store kept
-        // alive past the process's end would leave its index unclosed (SQLite checkpoints on close).
-        let committed = store
-        committer.schedule(deadline: .now() + RemoteResource.commitInterval, repeating: RemoteResource.commitInterval)
-        committer.setEventHandler { [weak committed] in try? committed?.commit() }
-        committer.resume()
-        defer { committer.cancel() }
+        // What arrives is committed by the store within a second, however slowly it comes.
         var held = check.flatMap(HeldTail.init)
         var counters = FetchCounters()
         var stored: Int64 = 0  // counted live, for progress
@@ -189,8 +180,6 @@ final class RemoteResource: @unchecked Sendable {
         // The store and its generation as this transfer's response left them: bytes go there only.
         var target = condition.withLock { (storeValue, storeValue.generation) }
         var outcome: RunningFetch.Outcome
-        // Whether the readers have heard the outcome already (before the commit).
-        var told = false
         do {
             let result = try fetcher.fetch(
                 url: url, range: check?.request ?? range, ifRange: ifRange, cancellation: fetch.cancellation,
@@ -224,13 +213,19 @@ final class RemoteResource: @unchecked Sendable {
                 })
             outcome = try interpret(result, range: range, deliveredEnd: deliveredEnd)
             // Readers read the bytes from the store as they are (written, not yet durable): they
-            // need not wait for the commit's `fdatasync`, which a sequential reader's next request
-            // would otherwise wait behind (tens of ms per 16 MiB). Only where this claim is exact —
-            // the origin has validators, so no margin — can a reader's next fetch not meet it while
-            // it is still held. A failed commit leaves the bytes pending, for the next to report.
-            if OverlapCheck.margin(for: store.validators) == 0 {
+            // need not wait for an `fdatasync`, which a sequential reader's next request would
+            // otherwise wait behind (tens of ms per 16 MiB), and beside which that request's
+            // writes would go several times slower. So the store commits them within the second
+            // (a reader at loopback speed has read a whole film by then) and releases the claim
+            // after, for other processes. Only where all the claim holds is stored — the origin
+            // has validators, so the claim had no margin (a first fetch, before the validators
+            // were known, has one), and nothing was cut short — can no reader's next fetch meet
+            // it while it is still held.
+            if OverlapCheck.margin(for: store.validators) == 0, target.0.available.contains(claim.range) {
+                target.0.releaseAfterCommit(claim)
+                tally.finished(counters, alreadyCounted: stored, responses: responses)
                 finish(fetch, outcome)
-                told = true
+                return
             }
             try store.commit()
         } catch is StaleTransfer {
@@ -255,13 +250,12 @@ final class RemoteResource: @unchecked Sendable {
             outcome = .failed(error)
         }
         // After the commit, so a waiting process finds the bytes; before the readers hear the
-        // outcome (unless they heard it early, above, where no fetch of theirs can meet this
-        // claim), so a reader that goes on to fetch what follows does not find this claim still
+        // outcome, so a reader that goes on to fetch what follows does not find this claim still
         // held, take it for another process's, wait, and then fetch nothing (a flaky test's one
         // request where two were due).
         claim.release()
         tally.finished(counters, alreadyCounted: stored, responses: responses)
-        if !told { finish(fetch, outcome) }
+        finish(fetch, outcome)
     }
 
     /// Claims the bytes `fetch` is for from other fetches sharing the store (other processes, and
@@ -273,7 +267,7 @@ final class RemoteResource: @unchecked Sendable {
         let first = fetch.range.lowerBound
         // A holder that stores nothing of what this fetch waits for, and neither lets go nor dies
         // (a stopped process), is waited for this long: as long as a stalled origin would be, twice.
-        // Once the holder has stored the first byte (it commits every second), the wait is over.
+        // Once the holder has stored the first byte (its store commits within a second), the wait is over.
         let patience = 2 * fetcher.options.timeout
         let wait = ClaimWait(deadline: Date().addingTimeInterval(patience))
         let givesUp = { [store = self.store] in
@@ -344,9 +338,6 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     private struct StaleTransfer: Error {}
-
-    /// Seconds between commits of a running fetch's bytes.
-    static let commitInterval: Double = 1
 
     /// What a finished request means for the range it asked for.
     private func interpret(

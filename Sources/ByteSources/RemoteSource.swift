@@ -46,9 +46,9 @@ public final class RemoteSource: MediaSource {
     }
 
     /// A finished reader stops the fetches that only it needed (readahead nobody will read; one
-    /// that is nearly done goes on), and waits for them to end: what they stored is committed, and
-    /// the resource is released with its last reader (an entry that never heard from the origin
-    /// leaves no row behind).
+    /// that is nearly done goes on), and waits for them to end; the resource is released with its
+    /// last reader, and its entry commits what they stored as it goes (an entry that never heard
+    /// from the origin leaves no row behind).
     deinit {
         token.leave()
         for fetch in involved.withLock({ $0 }) where fetch.isAbandoned || fetch.outcome != nil {

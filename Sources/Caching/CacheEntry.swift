@@ -13,11 +13,13 @@ import Synchronization
 /// files happen outside it, so readers of present bytes never stall behind them. Decisions made
 /// outside the lock are applied only if the entry is still at the generation they were based on.
 public final class CacheEntry: RangeStore {
-    /// Written bytes not yet committed are committed once they reach this many (and a running
-    /// fetch commits every second besides: `RemoteResource`), so a crash loses little. Each commit
-    /// is an `fdatasync` and an index transaction: a cold reader at loopback speed makes a few a
-    /// second at this size, not dozens.
-    static let autoCommitBytes: Int64 = 32 << 20
+    /// Written bytes wait at most this long for their commit, so a crash loses little.
+    static let commitInterval: DispatchTimeInterval = .seconds(1)
+    /// ...or until this many are waiting, which bounds one commit's `fdatasync`. Each commit is an
+    /// `fdatasync` and an index transaction, and while one runs the writes beside it go several
+    /// times slower (ext4, measured): a reader that fetches a whole file at loopback speed in less
+    /// than a second is best served by none during its read.
+    static let autoCommitBytes: Int64 = 256 << 20
 
     public let key: String
     public let url: String
@@ -34,6 +36,8 @@ public final class CacheEntry: RangeStore {
         var committing = ByteRangeSet()
         var pending = ByteRangeSet()
         var pendingBytes: Int64 = 0
+        /// Claims on bytes written (`pending`, or `committing`), released by the next commit.
+        var claimsAwaitingCommit: [FetchClaim] = []
         /// Why writes are refused (a read-only cache, a full index), or nil.
         var refusal: CacheError?
 
@@ -50,6 +54,8 @@ public final class CacheEntry: RangeStore {
     private let commits = BlockingLock(())
     /// A commit `write` asked for is queued and has not begun.
     private let commitQueued = Atomic<Bool>(false)
+    /// A commit is due within `commitInterval` and has not begun.
+    private let commitScheduled = Atomic<Bool>(false)
 
     init(cache: ByteCache, key: String, url: String) throws {
         self.cache = cache
@@ -267,18 +273,39 @@ public final class CacheEntry: RangeStore {
             s.pendingBytes += Int64(bytes.count)
             return true
         }
-        if due && recorded { commitSoon() }
-        return recorded
+        guard recorded else { return false }
+        if due { commitSoon() } else { commitWithinInterval() }
+        return true
+    }
+
+    /// Releases `claim` once the bytes written so far are committed: by the next commit, due
+    /// within `commitInterval`. Until then other processes that want these bytes wait for the
+    /// claim, and then find them in the index rather than fetching them again.
+    public func releaseAfterCommit(_ claim: FetchClaim) {
+        state.withLock { $0.claimsAwaitingCommit.append(claim) }
+        commitWithinInterval()
     }
 
     /// Commits on another thread, so that the writer (a fetch at the origin's speed) does not
-    /// wait for `fdatasync`. A failure leaves the bytes pending for the next commit, as the
-    /// fetch's timer does; the fetch's own last commit, which it waits for, reports failures.
+    /// wait for `fdatasync`. A failure leaves the bytes pending for the next commit.
     private func commitSoon() {
         guard !commitQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
         DispatchQueue.global(qos: .utility).async { [weak self] in
             guard let self else { return }
             commitQueued.store(false, ordering: .releasing)
+            try? commit()
+        }
+    }
+
+    /// Commits `commitInterval` from now, on another thread, unless a commit is due already: so
+    /// no written byte waits longer than about that (and the commit that follows) to be durable.
+    /// An entry gone by then committed in its `deinit`.
+    private func commitWithinInterval() {
+        guard !commitScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + CacheEntry.commitInterval) {
+            [weak self] in
+            guard let self else { return }
+            commitScheduled.store(false, ordering: .releasing)
             try? commit()
         }
     }
@@ -295,6 +322,14 @@ public final class CacheEntry: RangeStore {
     }
 
     private func commitPending() throws {
+        // Their bytes are pending (committed here), or were taken by a commit before this one,
+        // which has ended (commits follow one another): once this one ends, all are recorded or
+        // failed. Released either way, as a fetch that fails releases its claim.
+        let claims = state.withLock { s in
+            defer { s.claimsAwaitingCommit = [] }
+            return s.claimsAwaitingCommit
+        }
+        defer { for claim in claims { claim.release() } }
         let batch = state.withLock { s -> (file: DataFile, generation: StoreGeneration, ranges: ByteRangeSet)? in
             guard !s.pending.isEmpty, let file = s.file else { return nil }
             defer {

@@ -81,6 +81,8 @@ public final class MemoryRangeStore: RangeStore {
 
     public func commit() throws {}
 
+    public func releaseAfterCommit(_ claim: FetchClaim) { claim.release() }
+
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead {
         state.withLock { s in
             var copied = 0

@@ -27,8 +27,12 @@ public protocol RangeStore: AnyObject, Sendable {
     /// stores nothing) when the content was replaced meanwhile, so old and new never mix.
     /// Stored bytes are readable at once and durable after `commit()`.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool
-    /// Makes written bytes durable and records their ranges.
+    /// Makes written bytes durable and records their ranges. Written bytes are also committed
+    /// without asking, within about a second.
     func commit() throws
+    /// Releases `claim` once the bytes written so far are committed, which happens within about
+    /// a second: for a fetch that ended and whose readers need not wait for the commit.
+    func releaseAfterCommit(_ claim: FetchClaim)
     /// Copies available bytes starting at `offset`: how many (0 if `offset` is not available),
     /// and the generation and validators they belong to, taken together with the bytes.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> StoredRead
@@ -43,7 +47,8 @@ public protocol RangeStore: AnyObject, Sendable {
     /// Claims `range` for fetching, so that other processes sharing the store do not fetch the
     /// same bytes at the same time. Returns either
     /// - a claim on a prefix of `range` (all of it, or up to where another holder's claim
-    ///   begins): fetch `claim.range`, write and `commit()` it, then `release()` the claim; or
+    ///   begins): fetch `claim.range`, write and `commit()` it, then `release()` the claim (or
+    ///   hand it to `releaseAfterCommit`); or
     /// - nil after having waited for another holder whose claim covered `range.lowerBound` to
     ///   release it: call `refresh()` and look at `available` again (the bytes are usually there
     ///   now; if the other fetch failed, claim again).

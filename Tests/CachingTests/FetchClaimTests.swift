@@ -73,6 +73,36 @@ final class FetchClaimTests: XCTestCase {
         withExtendedLifetime(held) {}
     }
 
+    /// A fetch that ends hands its claim to the store: the bytes are committed within about a
+    /// second without anyone asking, and only then is the claim let go, so another process that
+    /// waited for it finds the bytes in the index instead of fetching them again.
+    func testAClaimHandedToTheStoreIsReleasedOnlyOnceItsBytesAreRecorded() throws {
+        let dir = try TempDirectory()
+        let (a, b) = try twoEntries(dir)
+        let held = try XCTUnwrap(try claim(a, 0..<4000))
+        let bytes = randomBytes(4000, seed: 5)
+        try write(a, bytes, at: 0)
+        a.releaseAfterCommit(held)
+        XCTAssertEqual(a.committedRanges.ranges, [], "not committed at once: the store commits later")
+        XCTAssertNil(try claim(b, 0..<4000), "b waits for the claim, then looks again")
+        try b.refresh()
+        XCTAssertEqual(b.committedRanges.ranges, [0..<4000], "recorded before the claim was let go")
+        XCTAssertEqual(try read(b, at: 0, count: 4000), bytes)
+        XCTAssertEqual(a.committedRanges.ranges, [0..<4000])
+    }
+
+    /// Bytes written and never committed by their writer are committed by the store itself.
+    func testWrittenBytesAreCommittedWithoutAsking() throws {
+        let dir = try TempDirectory()
+        let (a, _) = try twoEntries(dir)
+        try write(a, randomBytes(1000, seed: 6), at: 500)
+        let other = try ByteCache(directory: dir.file("cache"))
+        XCTAssertTrue(
+            waitUntil { (try? other.presentRanges(for: self.url).ranges) == [500..<1500] },
+            "never recorded in the index")
+        withExtendedLifetime(a) {}
+    }
+
     func testMemoryStoreClaimsEverythingAtOnce() throws {
         let store = MemoryRangeStore()
         XCTAssertEqual(try store.claimFetch(0..<100, isCancelled: { false })?.range, 0..<100)
