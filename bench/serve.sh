@@ -8,7 +8,8 @@
 #   mprobe     mprobe serve --cache-dir, in front of the origin
 #
 #  1. Warm: wrk with 50, 200 and 2,000 connections for SECONDS, each request a random closed
-#     256 KiB range of a 160 MB file every cache already holds whole. Requests/s, p99, errors.
+#     256 KiB range of a 160 MB file every cache already holds whole. Requests/s, p99, errors, and
+#     the CPU time each server spends per request.
 #  2. One cold reader: the whole file through a cache that has none of it (a new URL each run):
 #     seconds, and the requests and bytes the origin served.
 #  3. 20 cold readers of one new URL at once, each reading the whole file: bytes from the origin
@@ -71,6 +72,7 @@ CONF
 # nginx serving the file itself.
 FILE_PORT=$(free_port)
 start_peer_nginx file "server { listen 127.0.0.1:$FILE_PORT; root $WORK/www; }"
+FILE_PID=$!
 
 # nginx slicing and caching the origin, with one fetch per slice however many wait for it.
 SLICE_PORT=$(free_port)
@@ -88,6 +90,7 @@ start_peer_nginx slice "
       proxy_pass http://origin;
     }
   }"
+SLICE_PID=$!
 
 # Varnish, objects in memory (as Debian configures it), cached for an hour.
 VARNISH_PORT=$(free_port)
@@ -99,7 +102,8 @@ sub vcl_backend_response { set beresp.ttl = 1h; }
 VCL
 varnishd -F -j none -n "$WORK/varnish/run" -a "127.0.0.1:$VARNISH_PORT" -f "$WORK/varnish/default.vcl" \
     -s malloc,2G -p thread_pool_max=5000 > "$WORK/varnish/log" 2>&1 &
-PIDS+=($!)
+VARNISH_PID=$!
+PIDS+=($VARNISH_PID)
 
 "$M" serve --listen 127.0.0.1:0 --cache-dir "$WORK/mprobe" --allow-host "127.0.0.1:$NGINX_PORT" \
     --max-cache-size 8G --max-connections-per-client 0 2> "$WORK/serve.log" &
@@ -110,6 +114,26 @@ SERVE_PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$WORK/serve.log" | gr
 for port in "$FILE_PORT" "$SLICE_PORT" "$VARNISH_PORT"; do
     for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && break; sleep 0.1; done
 done
+
+pid_of() { # SERVER -> its main process (nginx's master, varnishd's manager)
+    case "$1" in
+        nginx) echo "$FILE_PID" ;;
+        slice) echo "$SLICE_PID" ;;
+        varnish) echo "$VARNISH_PID" ;;
+        mprobe) echo "$SERVE_PID" ;;
+    esac
+}
+
+# CPU time (clock ticks, user + system) a server has used: its process and its children (nginx's
+# workers, Varnish's cache process), which live through the run.
+cpu_ticks() { # PID
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1"); do
+        total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat")))
+    done
+    echo "$total"
+}
+TICKS_PER_SECOND=$(getconf CLK_TCK)
 
 url_of() { # SERVER PATH -> the URL a player asks that server for PATH
     case "$1" in
@@ -135,9 +159,10 @@ request = function()
   return wrk.format("GET", nil, { ["Range"] = "bytes=" .. start .. "-" .. (start + span - 1) })
 end
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %.2f %.2f %d\n", summary.requests / (summary.duration / 1e6),
+  io.write(string.format("RESULT %.1f %.2f %.2f %d %d\n", summary.requests / (summary.duration / 1e6),
     latency:percentile(50) / 1000, latency:percentile(99) / 1000,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout,
+    summary.requests))
 end
 LUA
 RESULTS="$WORK/results"
@@ -147,9 +172,10 @@ echo "warm ranges ($SECONDS_RUN s each, $REPEATS repeats)..." >&2
 for rep in $(seq "$REPEATS"); do
     for connections in 50 200 2000; do
         for server in nginx slice varnish mprobe; do
+            before=$(cpu_ticks "$(pid_of "$server")")
             line=$(wrk -t 2 -c "$connections" -d "${SECONDS_RUN}s" --timeout 10s --latency -s "$WORK/ranges.lua" \
                 "$(url_of "$server" big.bin)" | awk '/^RESULT/ { $1 = ""; print }')
-            echo "warm $connections $server $rep $line" >> "$RESULTS"
+            echo "warm $connections $server $rep $line $(($(cpu_ticks "$(pid_of "$server")") - before))" >> "$RESULTS"
         done
     done
 done
@@ -206,10 +232,10 @@ exec 9>&-
 wait "$HOLD_PID" || true
 ALIVE=$(grep "^alive" "$WORK/hold-out" || echo "alive ?")
 
-python3 - "$RESULTS" "$SIZE" "$SECONDS_RUN" "$REPEATS" <<PY
+python3 - "$RESULTS" "$SIZE" "$SECONDS_RUN" "$REPEATS" "$TICKS_PER_SECOND" <<PY
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-size, seconds, repeats = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+size, seconds, repeats, hz = int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 servers = ["nginx", "slice", "varnish", "mprobe"]
 def span(values, fmt="{:.0f}"):
     values = sorted(values)
@@ -233,10 +259,20 @@ for c in ["50", "200", "2000"]:
           + " / ".join(f"{statistics.median(p99[s]):.1f}" for s in servers)
           + f" | {span(p99_ratio, '{:.2f}')} | {errors} (peers: " + ", ".join(f"{peer_errors[s]}" for s in servers[:3]) + ") |")
 print()
+print("CPU per request, µs (the server's processes, user + system, over the run's requests):")
+print()
+print("| connections | nginx (file) | nginx slice | Varnish | mprobe | mprobe ÷ nginx |")
+print("|---|---|---|---|---|---|")
+for c in ["50", "200", "2000"]:
+    by = {s: [r for r in rows if r[0] == "warm" and r[1] == c and r[2] == s] for s in servers}
+    cost = {s: [int(r[9]) / hz / max(1, int(r[8])) * 1e6 for r in sorted(by[s], key=lambda r: r[3])] for s in servers}
+    ratio = [m / n for m, n in zip(cost["mprobe"], cost["nginx"])]
+    print(f"| {c} | " + " | ".join(span(cost[s]) for s in servers) + f" | {span(ratio, '{:.2f}')} |")
+print()
 print(f"## One cold reader of the whole file (a URL new to each cache), {repeats} repeats")
 print()
 def cache_table(kind, columns, cells):
-    """A row per cache (the peers in front of the origin, and mprobe) of the `kind` runs."""
+    """A row per cache (the peers in front of the origin, and mprobe) of the runs of that kind."""
     print("| cache | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     for s in servers[1:]:
