@@ -215,9 +215,9 @@ final class RemoteResource: @unchecked Sendable {
             // Readers read the bytes from the store as they are (written, not yet durable): they
             // need not wait for an `fdatasync`, which a sequential reader's next request would
             // otherwise wait behind (tens of ms per 16 MiB), and beside which that request's
-            // writes would go several times slower. So the store commits them within the second
-            // (a reader at loopback speed has read a whole film by then) and releases the claim
-            // after, for other processes. Only where all the claim holds is stored — the origin
+            // writes would go several times slower. So the store commits them once the reader's
+            // run of fetches pauses (or within the second) and releases the claim after, for
+            // other processes. Only where all the claim holds is stored — the origin
             // has validators, so the claim had no margin (a first fetch, before the validators
             // were known, has one), and nothing was cut short — can no reader's next fetch meet
             // it while it is still held.

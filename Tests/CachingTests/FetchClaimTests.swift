@@ -73,9 +73,9 @@ final class FetchClaimTests: XCTestCase {
         withExtendedLifetime(held) {}
     }
 
-    /// A fetch that ends hands its claim to the store: the bytes are committed within about a
-    /// second without anyone asking, and only then is the claim let go, so another process that
-    /// waited for it finds the bytes in the index instead of fetching them again.
+    /// A fetch that ends hands its claim to the store: the bytes are committed soon after without
+    /// anyone asking, and only then is the claim let go, so another process that waited for it
+    /// finds the bytes in the index instead of fetching them again.
     func testAClaimHandedToTheStoreIsReleasedOnlyOnceItsBytesAreRecorded() throws {
         let dir = try TempDirectory()
         let (a, b) = try twoEntries(dir)
@@ -83,7 +83,6 @@ final class FetchClaimTests: XCTestCase {
         let bytes = randomBytes(4000, seed: 5)
         try write(a, bytes, at: 0)
         a.releaseAfterCommit(held)
-        XCTAssertEqual(a.committedRanges.ranges, [], "not committed at once: the store commits later")
         XCTAssertNil(try claim(b, 0..<4000), "b waits for the claim, then looks again")
         try b.refresh()
         XCTAssertEqual(b.committedRanges.ranges, [0..<4000], "recorded before the claim was let go")
