@@ -50,11 +50,19 @@ final class RemoteResource: @unchecked Sendable {
                 if barrier == offset { waitFor = fetch }
                 stop = min(stop ?? barrier, barrier)
             }
-            return (storeValue, sizeValue, stop, waitFor)
+            return (storeValue, knownSize(), stop, waitFor)
         }
     }
     /// The size, once the origin (or the cache) has said it.
-    var size: Int64? { condition.withLock { sizeValue } }
+    var size: Int64? { condition.withLock { knownSize() } }
+    /// Under `condition`: the size as an answer said it, or as the store's records do. Another
+    /// process may have recorded it since this resource was opened: a reader that waited for that
+    /// process's fetch, and found the bytes in the index, has no answer of its own to learn it
+    /// from (`mprobe serve` answered such a player 502, "did not say how long it is").
+    private func knownSize() -> Int64? {
+        if sizeValue == nil, let stored = storeValue.validators.size { sizeValue = stored }
+        return sizeValue
+    }
     var warnings: [String] { condition.withLock { warningsValue } }
     /// The origin's `Content-Type`, once known.
     var contentType: String? { condition.withLock { contentTypeValue } }

@@ -97,6 +97,19 @@ final class RemoteSourceTests: XCTestCase {
         XCTAssertEqual(source.counters.bytesFromCache, 8_000_000)
     }
 
+    /// A reader opened before another process stored the bytes finds them in the index, and the
+    /// size with them: it has no answer of its own to learn it from (`mprobe serve` answered
+    /// such a player 502, "did not say how long it is").
+    func testTheSizeAnotherProcessRecordedIsKnownWithoutAskingTheOrigin() throws {
+        let late = try XCTUnwrap(try session().open(nginx.url("/m.bin")) as? RemoteSource)  // opened while nothing is cached
+        XCTAssertNil(late.knownSize)
+        _ = try read(try session().open(nginx.url("/m.bin")), 0..<100_000, chunk: 100_000)  // another "process"
+        nginx.clearLog()
+        XCTAssertEqual(try read(late, 0..<100_000), Array(data[0..<100_000]))
+        XCTAssertEqual(try late.size(), 8_000_000)
+        XCTAssertEqual(late.counters.requests, 0, "the bytes and the size came from the index")
+    }
+
     func testConcurrentReadersOfTheSameMissShareOneFetch() throws {
         let source = try session().open(nginx.url("/m.bin"))
         let results = LockedResults(count: 8)
