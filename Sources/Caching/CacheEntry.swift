@@ -288,8 +288,8 @@ public final class CacheEntry: RangeStore {
     /// that want these bytes wait for the claim, and then find them in the index rather than
     /// fetching them again (released with the bytes uncommitted, four processes reading one file
     /// at loopback speed fetched it 2.2 times). The commit comes `handOverQuiet` after the last
-    /// claim handed over, or `commitInterval` after the first byte waiting: never in the middle
-    /// of a reader's run of fetches, and soon after it, because a process stopped (SIGSTOP) while
+    /// claim handed over, or `commitInterval` after the first byte waiting: not between a reader's
+    /// back-to-back fetches, and soon after its last, because a process stopped (SIGSTOP) while
     /// it holds claims keeps every other one from those bytes (it waits, then gives up).
     public func releaseAfterCommit(_ claim: FetchClaim) {
         let handOver = state.withLock { s in

@@ -30,8 +30,9 @@ public protocol RangeStore: AnyObject, Sendable {
     /// Makes written bytes durable and records their ranges. Written bytes are also committed
     /// without asking, within about a second.
     func commit() throws
-    /// Releases `claim` once the bytes written so far are committed, which happens within about
-    /// a second: for a fetch that ended and whose readers need not wait for the commit.
+    /// Releases `claim` once the bytes written so far are committed, which happens soon after the
+    /// last claim handed over (within a second at most): for a fetch that ended and whose readers
+    /// need not wait for the commit.
     func releaseAfterCommit(_ claim: FetchClaim)
     /// Copies available bytes starting at `offset`: how many (0 if `offset` is not available),
     /// and the generation and validators they belong to, taken together with the bytes.
