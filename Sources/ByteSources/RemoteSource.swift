@@ -46,14 +46,17 @@ public final class RemoteSource: MediaSource {
     }
 
     /// A finished reader stops the fetches that only it needed (readahead nobody will read; one
-    /// that is nearly done goes on), and waits for them to end; the resource is released with its
-    /// last reader, and its entry commits what they stored as it goes (an entry that never heard
-    /// from the origin leaves no row behind).
+    /// that is nearly done goes on), waits for them to end, and commits what it fetched; the
+    /// resource is released with its last reader (an entry that never heard from the origin
+    /// leaves no row behind).
     deinit {
         token.leave()
         for fetch in involved.withLock({ $0 }) where fetch.isAbandoned || fetch.outcome != nil {
             fetch.waitForThread()
         }
+        // A reader that fetched makes it durable as it goes: a command that exits next (`cat`)
+        // may end before the store's own commit, or its entry's release, comes.
+        if tally.counters.bytesFetched > 0 { try? resource.store.commit() }
     }
 
     /// Remembers a fetch this reader waits on, forgetting those whose threads are gone.
