@@ -10,7 +10,7 @@ public struct HTTPRequest: Sendable {
     /// Query arguments (decoded); a repeated name keeps its first value.
     public let query: [String: String]
     /// Header names lowercased.
-    public let headers: [String: String]
+    public let headers: HTTPHeaders
     public let body: [UInt8]
     /// The peer's address, e.g. "127.0.0.1".
     public let peer: String
@@ -21,7 +21,7 @@ public struct HTTPRequest: Sendable {
     public internal(set) var mayWait: Bool
 
     public init(
-        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = [:],
         body: [UInt8] = [], peer: String = "", mayWait: Bool = true,
         clientGone: @escaping @Sendable () -> Bool = { false }
     ) {

@@ -22,7 +22,7 @@ enum RequestSite: Equatable {
     case otherOrigin(String?)
 
     /// `headers` (names lowercased) of a request whose `Host` has been checked already.
-    init(headers: [String: String]) {
+    init(headers: HTTPHeaders) {
         let origin = headers["origin"]
         let host = headers["host"]
         let referrer = headers["referer"].flatMap(RequestSite.origin(of:))
