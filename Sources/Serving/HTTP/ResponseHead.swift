@@ -8,21 +8,55 @@ enum ResponseHead {
     static func bytes(
         status: Int, headers: [(String, String)], length: Int64?, keepAlive: Bool, date: ArraySlice<UInt8>
     ) -> [UInt8] {
+        // Appended byte by byte from each string's own storage: this runs on every response, and
+        // string interpolation and `+= text.utf8` were a tenth of a cached range's user time.
         var out: [UInt8] = []
-        out.reserveCapacity(384)
-        out += "HTTP/1.1 \(status) \(reason(status))\r\nDate: ".utf8
+        out.reserveCapacity(512)
+        append("HTTP/1.1 ", to: &out)
+        appendDecimal(Int64(status), to: &out)
+        out.append(UInt8(ascii: " "))
+        append(reason(status), to: &out)
+        append("\r\nDate: ", to: &out)
         out += date
-        out += "\r\n".utf8
+        append("\r\n", to: &out)
         for (name, value) in headers {
-            guard !name.utf8.contains(where: isForbidden), !value.utf8.contains(where: isForbidden) else { continue }
-            out += name.utf8
-            out += ": ".utf8
-            out += value.utf8
-            out += "\r\n".utf8
+            let start = out.count
+            append(name, to: &out)
+            append(": ", to: &out)
+            append(value, to: &out)
+            if out[start...].contains(where: isForbidden) {
+                out.removeSubrange(start...)
+                continue
+            }
+            append("\r\n", to: &out)
         }
-        if let length, hasBody(status) { out += "Content-Length: \(length)\r\n".utf8 }
-        out += (keepAlive ? "\r\n" : "Connection: close\r\n\r\n").utf8
+        if let length, hasBody(status) {
+            append("Content-Length: ", to: &out)
+            appendDecimal(length, to: &out)
+            append("\r\n", to: &out)
+        }
+        append(keepAlive ? "\r\n" : "Connection: close\r\n\r\n", to: &out)
         return out
+    }
+
+    private static func append(_ text: String, to out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { out.append(contentsOf: $0) }
+    }
+
+    /// `value` (not negative) in decimal digits.
+    private static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int64
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var rest = UInt64(max(0, value))
+            var at = buffer.count
+            repeat {
+                at -= 1
+                buffer[at] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            out.append(contentsOf: buffer[at...])
+        }
     }
 
     /// 1xx, 204 and 304 have no body, and say no length.

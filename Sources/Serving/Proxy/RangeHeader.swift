@@ -34,6 +34,8 @@ enum RangeHeader: Equatable {
         header.flatMap(Spec.init)?.first
     }
 
+    private static let unit = Array("bytes=".utf8)
+
     /// `bytes=FIRST-LAST` taken apart: either number may be missing (`bytes=-n`, `bytes=n-`).
     /// Digits past Int64 are a position past any resource: saturated, they give 416 as a first
     /// byte and "to the end" as a last byte, as RFC 9110 reads them.
@@ -47,7 +49,7 @@ enum RangeHeader: Equatable {
         init?(_ header: String) {
             var bytes = Array(header.utf8)[...]
             RangeHeader.trim(&bytes)
-            let unit = Array("bytes=".utf8)
+            let unit = RangeHeader.unit
             guard bytes.count >= unit.count,
                 zip(bytes.prefix(unit.count), unit).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 })
             else { return nil }
