@@ -44,6 +44,11 @@ final class ConnectionTable: Sendable {
         var waitingFor = Waiting.firstRequest
         /// Answered 429/503 when it opened: its request, if one comes, is not served.
         var refused: Bool
+
+        mutating func wait(for what: Waiting, since: Double?) {
+            waitingFor = what
+            waitingSince = since
+        }
     }
 
     private struct State {
@@ -108,26 +113,24 @@ final class ConnectionTable: Sendable {
         }
     }
 
-    /// A request's headers have arrived: its body (if any) is awaited now. False for a refused connection.
-    func requestArrived(_ connection: UInt) -> Bool {
+    /// A request's headers have arrived at `now`: its body is awaited, if one follows, else it is
+    /// answered with no deadline. False for a refused connection.
+    func requestArrived(_ connection: UInt, bodyFollows: Bool, now: Double) -> Bool {
         state.withLock { s in
-            s.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime
-            s.entries[connection]?.waitingFor = .body
+            s.entries[connection]?.wait(for: .body, since: bodyFollows ? now : nil)
             return s.entries[connection].map { !$0.refused } ?? true
         }
     }
 
-    /// The whole request is here: it is being answered, with no deadline (a response may stream for hours).
+    /// The body is here too: the request is being answered, with no deadline (a response may
+    /// stream for hours).
     func requestReceived(_ connection: UInt) {
         state.withLock { $0.entries[connection]?.waitingSince = nil }
     }
 
-    /// A response ended and the connection stays open: the next request's headers are awaited.
-    func requestEnded(_ connection: UInt) {
-        state.withLock { s in
-            s.entries[connection]?.waitingSince = ProcessInfo.processInfo.systemUptime
-            s.entries[connection]?.waitingFor = .nextRequest
-        }
+    /// A response ended at `now` and the connection stays open: the next request's headers are awaited.
+    func requestEnded(_ connection: UInt, now: Double) {
+        state.withLock { $0.entries[connection]?.wait(for: .nextRequest, since: now) }
     }
 
     /// The address limits count by: the address itself, or an IPv6 address's /64 (an

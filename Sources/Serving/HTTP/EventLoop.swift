@@ -287,11 +287,11 @@ final class EventLoop: @unchecked Sendable {
                 connection.input.removeFirst(end + 4)
                 connection.lastTarget = RequestHead.Target(text: head.target, path: head.path, query: head.query)
                 connection.lastActivity = now
-                guard core.connections.requestArrived(connection.id) else {
+                let length = head.contentLength
+                guard core.connections.requestArrived(connection.id, bodyFollows: length > 0, now: now) else {
                     hangUp(connection)
                     return
                 }
-                let length = head.contentLength
                 if length > core.limits.maxBody {
                     // Refused before the client sends it: it waits for "100 Continue" or is read no further.
                     refuse(
@@ -311,8 +311,12 @@ final class EventLoop: @unchecked Sendable {
                     if connection.peerClosed { hangUp(connection) }
                     return
                 }
-                let body = Array(connection.input[0..<needed])
-                connection.input.removeFirst(needed)
+                var body: [UInt8] = []
+                if needed > 0 {
+                    body = Array(connection.input[0..<needed])
+                    connection.input.removeFirst(needed)
+                    core.connections.requestReceived(connection.id)
+                }
                 if connection.input.isEmpty { connection.input = [] }  // an idle connection holds no buffer
                 answer(connection, head: head, body: body)
             }
@@ -370,7 +374,6 @@ final class EventLoop: @unchecked Sendable {
 
     /// Asks the handler on the loop; a request that must wait is set aside and asked again on a worker.
     private func answer(_ connection: HTTPConnection, head: RequestHead, body: [UInt8]) {
-        core.connections.requestReceived(connection.id)
         let exchange = Exchange(
             method: head.method, target: head.target, path: head.path, query: head.query,
             keepAlive: head.keepAlive && !connection.peerClosed && stopDeadline == nil)
@@ -556,7 +559,7 @@ final class EventLoop: @unchecked Sendable {
         connection.exchange = nil
         exchange.end()
         report(exchange)
-        core.connections.requestEnded(connection.id)
+        core.connections.requestEnded(connection.id, now: now)
         if exchange.keepAlive && !connection.peerClosed {
             connection.phase = .head
             setInterest(connection, EventLoop.readable)
