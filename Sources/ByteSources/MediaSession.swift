@@ -193,7 +193,8 @@ private final class ResourceRegistry: Sendable {
                 s.resources = s.resources.filter { $0.value.resource != nil }
                 s.resources[url] = WeakResource(resource: resource)
             }
-            if keepWarm > 0, resource.keepsBytes {
+            // A player asks for one URL range after range: most opens find it the most recent already.
+            if keepWarm > 0, resource.keepsBytes, s.warm.last !== resource {
                 s.warm.removeAll { $0 === resource }
                 s.warm.append(resource)
                 if s.warm.count > keepWarm { s.warm.removeFirst() }

@@ -190,8 +190,8 @@ public final class RemoteSource: MediaSource {
         }
     }
 
-    /// All of `range`, stored, as a descriptor of the file holding it (the caller closes it), with
-    /// its version pinned as a read would: nil when any of it is missing, is not in a file, or is
+    /// All of `range`, stored, as the file holding it (open while the value is kept), with its
+    /// version pinned as a read would: nil when any of it is missing, is not in a file, or is
     /// being compared by a fetch (`OverlapCheck`).
     public func storedFile(_ range: Range<Int64>) throws -> StoredFile? {
         try ensureOneVersion()
@@ -199,12 +199,7 @@ public final class RemoteSource: MediaSource {
         guard barrier == nil, stop.map({ $0 >= range.upperBound }) ?? true,
             let stored = try store.openStored(range)
         else { return nil }
-        do {
-            try pin(stored.validators, generation: stored.generation)
-        } catch {
-            close(stored.fd)
-            throw error
-        }
+        try pin(stored.validators, generation: stored.generation)
         state.withLock { $0.readahead.didRead(at: range.lowerBound, count: range.count) }
         store.recordRead(fromCache: tally.read(range), fetched: 0)
         return stored

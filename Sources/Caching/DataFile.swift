@@ -102,15 +102,8 @@ final class DataFile: Sendable {
         }
     }
 
-    /// A second descriptor of the same open file (and so of its shared lock), for the caller to
-    /// close: a response's bytes are sent from it. nil when the process has no descriptor left
-    /// (the caller reads through this one instead).
-    func duplicateDescriptor() throws -> Int32? {
-        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        if copy < 0 && (errno == EMFILE || errno == ENFILE) { return nil }
-        guard copy >= 0 else { throw CacheError.io(function: "fcntl", path: path, errno: errno) }
-        return copy
-    }
+    /// The descriptor, for the kernel to send from while this object is held (`StoredFile`).
+    var descriptor: Int32 { fd }
 
     /// Makes written bytes durable; must precede recording their range in the index.
     func sync() throws {

@@ -42,8 +42,8 @@ public protocol RangeStore: AnyObject, Sendable {
     func peek(at offset: Int64) -> StoredRead
     /// Counts one read for the hit/miss statistics.
     func recordRead(fromCache: Int64, fetched: Int64)
-    /// A descriptor of the file that holds all of `range` (at the same offsets), for the kernel
-    /// to send from; nil unless the store keeps files and all of `range` is there.
+    /// The file that holds all of `range` (at the same offsets), for the kernel to send from; nil
+    /// unless the store keeps files and all of `range` is there.
     func openStored(_ range: Range<Int64>) throws -> StoredFile?
     /// Claims `range` for fetching, so that other processes sharing the store do not fetch the
     /// same bytes at the same time. Returns either
@@ -81,13 +81,17 @@ public struct StoredRead: Sendable {
     public let validators: ResourceValidators
 }
 
-/// All of a range in a store's file: a descriptor the caller owns (and must close), and the
-/// version of the content it holds. The range's bytes in that file never change: a new version
-/// is a new file, and eviction waits while any descriptor of it is open (its shared lock).
+/// All of a range in a store's file: the file, held open for as long as this value is kept, and
+/// the version of the content it holds. The range's bytes in that file never change: a new
+/// version is a new file, and eviction waits while the file is open (its shared lock).
 public struct StoredFile: Sendable {
-    public let fd: Int32
+    /// What keeps the file open: nothing else closes it (no descriptor copied per response).
+    let file: DataFile
     public let generation: StoreGeneration
     public let validators: ResourceValidators
+
+    /// The file's descriptor, to send from: open while this value (or a copy) is kept.
+    public var fd: Int32 { file.descriptor }
 }
 
 extension RangeStore {

@@ -1,4 +1,5 @@
 import CSockets
+import Caching
 import Foundation
 import Synchronization
 
@@ -62,17 +63,16 @@ extension HTTPBodyStream {
     public func readyFile(max: Int) throws -> FileBody? { nil }
 }
 
-/// `length` bytes of an open file from `offset`, sent by the kernel (`sendfile`): the bytes go
-/// from the page cache to the socket without passing through the process. The descriptor is the
-/// response's, closed when it is released.
+/// `length` bytes of a stored file from `offset`, sent by the kernel (`sendfile`): the bytes go
+/// from the page cache to the socket without passing through the process. The file stays open
+/// (and so safe from eviction) while the response holds it.
 public final class FileBody: Sendable {
-    private let fd: Int32
+    private let file: StoredFile
     public let offset: Int64
     public let length: Int64
 
-    /// Takes ownership of `fd`.
-    public init(fd: Int32, offset: Int64, length: Int64) {
-        self.fd = fd
+    public init(_ file: StoredFile, offset: Int64, length: Int64) {
+        self.file = file
         self.offset = offset
         self.length = length
     }
@@ -81,10 +81,8 @@ public final class FileBody: Sendable {
     /// ended first, -1 with `errno` set (EAGAIN: the socket is full).
     func send(to socket: Int32, at position: Int64) -> Int {
         var from = off_t(offset + position)
-        return sendfile(socket, fd, &from, Int(length - position))
+        return sendfile(socket, file.fd, &from, Int(length - position))
     }
-
-    deinit { close(fd) }
 }
 
 public struct HTTPResponse: Sendable {

@@ -78,9 +78,9 @@ extension Service {
             headers.append(("Content-Range", "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(size)"))
         }
         if request.method != "HEAD", !part.isEmpty, let stored = try source.storedFile(part) {
-            // Cached whole: sent from the data file, whose descriptor (and its lock against
-            // eviction) the response holds until it is sent.
-            let body = FileBody(fd: stored.fd, offset: part.lowerBound, length: Int64(part.count))
+            // Cached whole: sent from the data file, which the response holds open (and so
+            // locked against eviction) until it is sent.
+            let body = FileBody(stored, offset: part.lowerBound, length: Int64(part.count))
             return HTTPResponse(status: status, headers: headers, body: .file(body))
         }
         // A body read from an origin waits; HEAD's is never read.
@@ -257,7 +257,7 @@ final class ProxyStream: HTTPBodyStream, @unchecked Sendable {
         let wanted = next..<min(range.upperBound, next + Int64(max))
         let end = source.missingRanges(in: wanted).first?.lowerBound ?? wanted.upperBound
         guard end > next, let stored = try source.storedFile(next..<end) else { return nil }
-        let body = FileBody(fd: stored.fd, offset: next, length: end - next)
+        let body = FileBody(stored, offset: next, length: end - next)
         next = end
         return body
     }
