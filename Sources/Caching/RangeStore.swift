@@ -83,7 +83,7 @@ public struct StoredRead: Sendable {
 
 /// All of a range in a store's file: the file, held open for as long as this value is kept, and
 /// the version of the content it holds. The range's bytes in that file never change: a new
-/// version is a new file, and eviction waits while the file is open (its shared lock).
+/// version is a new file, and eviction passes over a file that is open (its shared lock).
 public struct StoredFile: Sendable {
     /// What keeps the file open: nothing else closes it (no descriptor copied per response).
     let file: DataFile

@@ -86,6 +86,16 @@ final class RequestHeadTests: XCTestCase {
         }
     }
 
+    /// Headers are searched in a list: past `maxFields` lines a head is refused (431), so that
+    /// thousands of names cannot make the loop's search quadratic.
+    func testAHeadOfTooManyHeaderLinesIsRefused() throws {
+        let names = (0..<RequestHead.maxFields + 1).map { "X-\($0): v\r\n" }
+        let most = "GET / HTTP/1.1\r\nHost: x\r\n" + names.dropLast(2).joined()
+        XCTAssertEqual(try parse(most).headers["x-98"], "v", "\(RequestHead.maxFields) lines, Host included")
+        XCTAssertEqual(refusal("GET / HTTP/1.1\r\nHost: x\r\n" + names.dropLast().joined()), 431)
+        XCTAssertEqual(refusal("GET / HTTP/1.1\r\n" + String(repeating: "X: v\r\n", count: 5000)), 431)
+    }
+
     func testTheDateHeaderIsIMFFixdate() {
         XCTAssertEqual(String(decoding: ResponseHead.date(0), as: UTF8.self), "Thu, 01 Jan 1970 00:00:00 GMT")
         XCTAssertEqual(
@@ -101,6 +111,13 @@ final class RequestHeadTests: XCTestCase {
             head,
             "HTTP/1.1 206 Partial Content\r\nDate: D\r\nAccept-Ranges: bytes\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
         )
+        XCTAssertEqual(
+            String(
+                decoding: ResponseHead.bytes(
+                    status: 200, headers: [("B\u{0}d", "x")], length: 9_223_372_036_854_775_807, keepAlive: true,
+                    date: ArraySlice(Array("D".utf8))), as: UTF8.self),
+            "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Length: 9223372036854775807\r\n\r\n",
+            "a NUL in a name drops the header; the largest length is written whole")
         XCTAssertFalse(
             String(
                 decoding: ResponseHead.bytes(status: 304, headers: [], length: 10, keepAlive: true, date: []),

@@ -1,8 +1,10 @@
-/// A request's headers, names lowercased; a name set twice keeps its first value.
+/// A request's headers, names lowercased, one value per name (`RequestHead.parse` keeps the first
+/// of a repeated header).
 ///
 /// A short list searched in order, not a dictionary: a player's request carries a handful of
 /// headers and the service asks for a dozen names on each one, most of them not sent; hashing
-/// every name asked was a tenth of a cached range's time in user space.
+/// every name asked was a tenth of a cached range's time in user space. `RequestHead.maxFields`
+/// bounds the list.
 public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     private struct Field: Sendable, Equatable {
         let name: String

@@ -87,7 +87,12 @@ struct RequestHead: Sendable, Equatable {
         } else {
             throw refuse(505, "only HTTP/1.0 and HTTP/1.1 are spoken here")
         }
+        var fields = 0
         while let line = lines.next(), !line.isEmpty {
+            // Headers are looked up in a list (`HTTPHeaders`): a bound keeps a head of thousands
+            // of names from costing the loop a quadratic search.
+            fields += 1
+            guard fields <= maxFields else { throw refuse(431, "a request may send \(maxFields) header lines at most") }
             guard line.last == UInt8(ascii: "\r") else { throw refuse(400, "a header line does not end in CRLF") }
             let text = line.dropLast()
             guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else {
@@ -123,6 +128,9 @@ struct RequestHead: Sendable, Equatable {
         }
         return head
     }
+
+    /// Header lines a request may send (Apache's default limit; players send a handful).
+    static let maxFields = 100
 
     /// The lines of a head: what lies between line feeds, the last one included however it ends.
     private struct Lines {

@@ -8,7 +8,7 @@ enum ResponseHead {
     static func bytes(
         status: Int, headers: [(String, String)], length: Int64?, keepAlive: Bool, date: ArraySlice<UInt8>
     ) -> [UInt8] {
-        // Appended byte by byte from each string's own storage: this runs on every response, and
+        // Each string's bytes appended from its own storage: this runs on every response, and
         // string interpolation and `+= text.utf8` were a tenth of a cached range's user time.
         var out: [UInt8] = []
         out.reserveCapacity(512)
