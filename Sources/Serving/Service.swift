@@ -34,7 +34,7 @@ public final class Service: Sendable {
     /// found admissible (`checkOrigin`): asked again on every request of a player.
     let mediaTypes = Memo<String>(limit: 256)
     private let routesOfPaths = Memo<(Route, Route.Parameters)?>()
-    /// The metrics' label of a path's route: the route alone is a large value to copy per request.
+    /// The metrics' label of a path's route, for the access log (without matching the path again).
     private let routeLabels = Memo<String>()
     private let admittedOrigins = Memo<Bool>()
     /// The playlist kind an origin's type and a URL's name declare (`declaredManifestKind`), and

@@ -3,7 +3,7 @@ import Reports
 /// The service's endpoints as data: each path template with the methods it answers, who may call
 /// it, and its handlers. The router (`Service.route`), the `Allow` header of a 405 and the test
 /// that holds `docs/openapi.json` to the server all read this one table.
-struct Route: Sendable {
+final class Route: Sendable {
     /// Who may call an endpoint.
     enum Access: Sendable {
         /// No data and no effect (liveness, the dashboard's files, the API's description): no

@@ -10,7 +10,12 @@ enum RangeHeader: Equatable {
     case unsatisfiable
 
     init(_ header: String?, size: Int64) {
-        guard let header, let spec = RangeHeader.Spec(header) else { self = .whole; return }
+        self.init(header.flatMap(Spec.init), size: size)
+    }
+
+    /// What a header already taken apart asks (the proxy reads it once per request).
+    init(_ spec: Spec?, size: Int64) {
+        guard let spec else { self = .whole; return }
         guard let start = spec.first else {  // bytes=-n: the last n bytes
             guard let n = spec.last else { self = .whole; return }
             guard n > 0, size > 0 else { self = .unsatisfiable; return }
@@ -39,7 +44,7 @@ enum RangeHeader: Equatable {
     /// `bytes=FIRST-LAST` taken apart: either number may be missing (`bytes=-n`, `bytes=n-`).
     /// Digits past Int64 are a position past any resource: saturated, they give 416 as a first
     /// byte and "to the end" as a last byte, as RFC 9110 reads them.
-    private struct Spec {
+    struct Spec {
         var first: Int64?
         var last: Int64?
         /// Something stood after the dash that is not a number.

@@ -34,7 +34,8 @@ extension Service {
             throw APIError.forbidden("only http and https origins may be streamed")
         }
         // The first byte the player wants tells the size, and pins the version the headers name.
-        let size = try sizeAndFirstByte(request, source: source)
+        let asked = request.headers["range"].flatMap(RangeHeader.Spec.init)
+        let size = try sizeAndFirstByte(request, asked: asked, source: source)
         // Told apart without reading first (this runs on every request), then on a worker.
         if mayBeManifest(request, url: url, source: source, size: size) {
             guard request.mayWait else { throw MustWait() }
@@ -57,7 +58,7 @@ extension Service {
         if let etag = validators.etag { headers.append(("ETag", etag)) }
         if let lastModified = validators.lastModified { headers.append(("Last-Modified", lastModified)) }
 
-        var wanted = RangeHeader(request.headers["range"], size: size)
+        var wanted = RangeHeader(asked, size: size)
         // If-Range that no longer matches asks for the whole (new) resource.
         if let ifRange = request.headers["if-range"], ifRange != validators.etag, ifRange != validators.lastModified {
             wanted = .whole
@@ -120,11 +121,12 @@ extension Service {
     /// The size, after reading the first byte the `Range` header asks for (byte 0 without one, or
     /// when the size is unknown and the header counts from the end): so that the request's own
     /// first bytes are what the first fetch brings, and the version of that byte is pinned.
-    private func sizeAndFirstByte(_ request: HTTPRequest, source: RemoteSource) throws -> Int64 {
-        let range = request.headers["range"]
-        var first = RangeHeader.firstByte(range) ?? 0
+    private func sizeAndFirstByte(
+        _ request: HTTPRequest, asked: RangeHeader.Spec?, source: RemoteSource
+    ) throws -> Int64 {
+        var first = asked?.first ?? 0
         if let known = source.knownSize {
-            switch RangeHeader(range, size: known) {
+            switch RangeHeader(asked, size: known) {
             case .part(let part): first = part.lowerBound
             case .whole: first = 0
             case .unsatisfiable: return known  // a 416: no body to pin a version for
