@@ -8,6 +8,7 @@ final class LogBuffer: @unchecked Sendable {  // every var below is guarded by `
     private let interval: Double
     private let batchBytes: Int
     private let condition = NSCondition()
+    private let writing = NSLock()
     private var pending = ""
     private var closed = false
     private let done = DispatchSemaphore(value: 0)
@@ -29,12 +30,17 @@ final class LogBuffer: @unchecked Sendable {  // every var below is guarded by `
     }
 
     /// Writes what has gathered now (before a line written around the buffer, or at the end).
+    /// The lines are taken under `condition` and written under `writing` only, so that a slow
+    /// stderr (a file on a busy disk) never holds up the event loops that log; `writing` is
+    /// taken first, so that batches go out in the order they were taken.
     func flush() {
+        writing.lock()
+        defer { writing.unlock() }
         condition.lock()
         let text = pending
         pending = ""
-        if !text.isEmpty { Console.writeStderr(text) }
         condition.unlock()
+        if !text.isEmpty { Console.writeStderr(text) }
     }
 
     /// Writes the rest and ends the writer; lines written after it go straight to stderr.
@@ -48,16 +54,14 @@ final class LogBuffer: @unchecked Sendable {  // every var below is guarded by `
     }
 
     private func run() {
-        condition.lock()
-        while !closed {
-            _ = condition.wait(until: Date().addingTimeInterval(interval))
-            if !pending.isEmpty {
-                // Written under the lock, so that lines keep their order with `flush`.
-                Console.writeStderr(pending)
-                pending = ""
-            }
+        while true {
+            condition.lock()
+            if !closed { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
+            let ending = closed
+            condition.unlock()
+            flush()
+            if ending { break }
         }
-        condition.unlock()
         done.signal()
     }
 }
