@@ -259,6 +259,19 @@ for c in ["50", "200", "2000"]:
           + " / ".join(f"{statistics.median(p99[s]):.1f}" for s in servers)
           + f" | {span(p99_ratio, '{:.2f}')} | {errors} (peers: " + ", ".join(f"{peer_errors[s]}" for s in servers[:3]) + ") |")
 print()
+print("Repeats meeting the proxy-speed issue's warm goals (each a ratio to the peers of the same repeat):")
+print()
+print("| connections | ≥ 0.95× nginx | ≥ Varnish | p99 ≤ 1.2× nginx's | all three |")
+print("|---|---|---|---|---|")
+for c in ["50", "200", "2000"]:
+    by = {s: {r[3]: r for r in rows if r[0] == "warm" and r[1] == c and r[2] == s} for s in servers}
+    reps = sorted(by["mprobe"])
+    met = [(float(by["mprobe"][k][4]) >= 0.95 * float(by["nginx"][k][4]),
+            float(by["mprobe"][k][4]) >= float(by["varnish"][k][4]),
+            float(by["mprobe"][k][6]) <= 1.2 * float(by["nginx"][k][6])) for k in reps]
+    count = lambda test: f"{sum(1 for m in met if test(m))} of {len(met)}"
+    print(f"| {c} | {count(lambda m: m[0])} | {count(lambda m: m[1])} | {count(lambda m: m[2])} | {count(all)} |")
+print()
 print("CPU per request, µs (the server's processes, user + system, over the run's requests):")
 print()
 print("| connections | nginx (file) | nginx slice | Varnish | mprobe | mprobe ÷ nginx |")
