@@ -13,8 +13,6 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
 
     private var fields: [Field] = []
 
-    public init() {}
-
     init(minimumCapacity: Int) { fields.reserveCapacity(minimumCapacity) }
 
     public init(dictionaryLiteral elements: (String, String)...) {
