@@ -244,6 +244,7 @@ print(f"## Warm: random closed 256 KiB ranges of a cached 160 MB file, {seconds}
 print()
 print("| connections | nginx (file) req/s | nginx slice req/s | Varnish req/s | mprobe req/s | mprobe ÷ nginx | mprobe ÷ Varnish | p99 ms nginx / slice / Varnish / mprobe | p99 mprobe ÷ nginx | errors (mprobe) |")
 print("|---|---|---|---|---|---|---|---|---|---|")
+ratios = {}  # by load: each repeat's mprobe ÷ nginx, ÷ Varnish, and p99 ÷ nginx's
 for c in ["50", "200", "2000"]:
     by = {s: {r[3]: r for r in rows if r[0] == "warm" and r[1] == c and r[2] == s} for s in servers}
     reps = sorted(by["mprobe"])
@@ -252,6 +253,7 @@ for c in ["50", "200", "2000"]:
     vs_nginx = [m / n for m, n in zip(rps["mprobe"], rps["nginx"])]
     vs_varnish = [m / v for m, v in zip(rps["mprobe"], rps["varnish"])]
     p99_ratio = [m / n for m, n in zip(p99["mprobe"], p99["nginx"])]
+    ratios[c] = list(zip(vs_nginx, vs_varnish, p99_ratio))
     errors = sum(int(by["mprobe"][k][7]) for k in reps)
     peer_errors = {s: sum(int(by[s][k][7]) for k in reps) for s in servers}
     print(f"| {c} | " + " | ".join(span(rps[s]) for s in servers)
@@ -263,12 +265,8 @@ print("Repeats meeting the proxy-speed issue's warm goals (each a ratio to the p
 print()
 print("| connections | ≥ 0.95× nginx | ≥ Varnish | p99 ≤ 1.2× nginx's | all three |")
 print("|---|---|---|---|---|")
-for c in ["50", "200", "2000"]:
-    by = {s: {r[3]: r for r in rows if r[0] == "warm" and r[1] == c and r[2] == s} for s in servers}
-    reps = sorted(by["mprobe"])
-    met = [(float(by["mprobe"][k][4]) >= 0.95 * float(by["nginx"][k][4]),
-            float(by["mprobe"][k][4]) >= float(by["varnish"][k][4]),
-            float(by["mprobe"][k][6]) <= 1.2 * float(by["nginx"][k][6])) for k in reps]
+for c, each in ratios.items():
+    met = [(n >= 0.95, v >= 1, p <= 1.2) for n, v, p in each]
     count = lambda test: f"{sum(1 for m in met if test(m))} of {len(met)}"
     print(f"| {c} | {count(lambda m: m[0])} | {count(lambda m: m[1])} | {count(lambda m: m[2])} | {count(all)} |")
 print()
