@@ -418,14 +418,10 @@ public final class CacheEntry: RangeStore {
 
     public func openStored(_ range: Range<Int64>) throws -> StoredFile? {
         let (file, length, generation, validators) = state.withLock { s in
-            // Warm, nothing waits to be recorded: no union made (this runs on every cached range served).
-            guard s.committing.isEmpty && s.pending.isEmpty else {
-                var present = s.committed
-                present.formUnion(s.committing)
-                present.formUnion(s.pending)
-                return (s.file, present.coveredLength(from: range.lowerBound), s.generation, s.validators)
-            }
-            return (s.file, s.committed.coveredLength(from: range.lowerBound), s.generation, s.validators)
+            var present = s.committed
+            present.formUnion(s.committing)
+            present.formUnion(s.pending)
+            return (s.file, present.coveredLength(from: range.lowerBound), s.generation, s.validators)
         }
         guard let file, !range.isEmpty, length >= Int64(range.count) else { return nil }
         return StoredFile(file: file, generation: generation, validators: validators)
