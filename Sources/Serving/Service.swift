@@ -34,8 +34,6 @@ public final class Service: Sendable {
     /// found admissible (`checkOrigin`): asked again on every request of a player.
     let mediaTypes = Memo<String>(limit: 256)
     private let routesOfPaths = Memo<(Route, Route.Parameters)?>()
-    /// The metrics' label of a path's route, for the access log (without matching the path again).
-    private let routeLabels = Memo<String>()
     private let admittedOrigins = Memo<Bool>()
     /// The playlist kind an origin's type and a URL's name declare (`declaredManifestKind`), and
     /// request targets as the log shows them (token left out, URLs redacted, escaped), by the
@@ -309,7 +307,7 @@ public final class Service: Sendable {
 
     private func completed(_ done: HTTPServer.Completed) {
         // The route's label: ids and file names folded, for the metrics.
-        let route = routeLabels.value(for: done.path) { routeOf($0)?.0.label ?? "other" }
+        let route = routeOf(done.path)?.0.label ?? "other"
         metrics.countRequest(
             route: route, status: done.status, proxiedBytes: route == "/v1/stream" ? done.bodyBytes : 0)
         // The token never reaches the log, URLs in the query are shown redacted, and nothing a
@@ -322,21 +320,10 @@ public final class Service: Sendable {
             let path = Service.loggable(done.path)
             return query.isEmpty ? path : path + "?" + query.joined(separator: "&")
         }
-        // Written on every request: appended into room made once, not interpolated (which grows
-        // the string a piece at a time) nor String(format:).
-        var line = ""
-        line.reserveCapacity(target.utf8.count + 64)
-        line += Service.loggable(done.method)
-        line += " "
-        line += target
-        line += " "
-        line += String(done.status)
-        line += " "
-        line += String(done.bodyBytes)
-        line += " B "
-        line += String(Int((done.seconds * 1000).rounded()))
-        line += " ms"
-        log(line)
+        // Written on every request: plain interpolation, not String(format:).
+        log(
+            "\(Service.loggable(done.method)) \(target) \(done.status) \(done.bodyBytes) B \(Int((done.seconds * 1000).rounded())) ms"
+        )
     }
 
     /// `text` with control characters (C0, DEL and C1: no terminal escape survives), spaces and
