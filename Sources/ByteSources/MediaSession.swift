@@ -25,7 +25,8 @@ public final class MediaSession: Sendable {
     /// `keepWarm`: how many recently used resources stay open after their last reader left, for a
     /// long-running process whose clients come back (a player's next range request, a job after a
     /// probe): they skip reopening their cache entry, and their index rows, each time. A warm entry
-    /// is in use, so eviction passes it by; a CLI run keeps none.
+    /// is held open, so eviction passes it by, until the cache is over its limit: then the warm
+    /// entries are let go (`ByteCache.onHeldOverLimit`). A CLI run keeps none.
     /// `onNotice` hears, once per origin, what readers learnt about it (an origin without
     /// validators), as a sentence; the same sentence is among the first such resource's warnings.
     public init(
@@ -40,6 +41,10 @@ public final class MediaSession: Sendable {
         self.cancellation = cancellation
         remotes = ResourceRegistry(keepWarm: keepWarm)
         notices = OriginNotices(onNotice: onNotice)
+        if keepWarm > 0 {
+            // Weakly: the cache outlives no session through its warm entries, which hold the cache.
+            cache?.onHeldOverLimit { [weak remotes] in remotes?.releaseWarm() }
+        }
     }
 
     private init(sharing parent: MediaSession, cancellation: Cancellation) {
@@ -177,14 +182,20 @@ private final class ResourceRegistry: Sendable {
 
     /// Forgets the resources whose URL `matches`: the next open of one makes a new one.
     func forget(_ matches: (String) -> Bool) {
-        state.withLock { s in
+        let dropped = state.withLock { s in
             s.resources = s.resources.filter { !matches($0.key) }
-            s.warm.removeAll { matches($0.url) }
+            return s.warm.drain { matches($0.url) }
         }
+        letGo(dropped)
+    }
+
+    /// Lets go of the warm resources, so that eviction can take their entries.
+    func releaseWarm() {
+        letGo(state.withLock { s in s.warm.drain { _ in true } })
     }
 
     func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {
-        try state.withLock { s in
+        let (resource, dropped) = try state.withLock { s in
             let resource: RemoteResource
             if let existing = s.resources[url]?.resource {
                 resource = existing
@@ -194,12 +205,31 @@ private final class ResourceRegistry: Sendable {
                 s.resources[url] = WeakResource(resource: resource)
             }
             // A player asks for one URL range after range: most opens find it the most recent already.
+            var dropped: [RemoteResource] = []
             if keepWarm > 0, resource.keepsBytes, s.warm.last !== resource {
                 s.warm.removeAll { $0 === resource }
                 s.warm.append(resource)
-                if s.warm.count > keepWarm { s.warm.removeFirst() }
+                if s.warm.count > keepWarm { dropped.append(s.warm.removeFirst()) }
             }
-            return resource
+            return (resource, dropped)
         }
+        letGo(dropped)
+        return resource
+    }
+
+    /// Where the registry's references to `resources` end: outside its lock, because the last one
+    /// closes the resource's cache entry, whose commit may evict, and eviction may call
+    /// `releaseWarm`, which takes the lock.
+    private func letGo(_ resources: [RemoteResource]) {
+        withExtendedLifetime(resources) {}
+    }
+}
+
+extension Array {
+    /// Removes the elements that `matches` and returns them.
+    fileprivate mutating func drain(_ matches: (Element) -> Bool) -> [Element] {
+        let taken = filter(matches)
+        removeAll(where: matches)
+        return taken
     }
 }

@@ -34,6 +34,9 @@ public final class ByteCache: Sendable {
     /// counts here (a lock would be the hottest one of a busy service).
     private let counters = AtomicReadCounters()
     private let noted: Mutex<[String]>
+    /// `onHeldOverLimit`'s holder of idle open entries, asked to close them when they keep the
+    /// cache over its limit.
+    let idleHolder = Mutex<(@Sendable () -> Void)?>(nil)
 
     public init(
         directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,

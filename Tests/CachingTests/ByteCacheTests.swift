@@ -1,5 +1,6 @@
 import Caching
 import Foundation
+import Synchronization
 import TestSupport
 import URLSupport
 import XCTest
@@ -109,6 +110,40 @@ final class ByteCacheTests: XCTestCase {
         XCTAssertEqual(urls, ["http://o.test/pinned", "http://o.test/b"])
         XCTAssertLessThanOrEqual(try cache.stats().storedBytes, 250_000)
         XCTAssertEqual(try cache.presentRanges(for: "http://o.test/pinned").ranges, [0..<100_000])
+    }
+
+    func testAHolderOfIdleEntriesLetsThemGoWhenTheyKeepTheCacheOverItsLimit() throws {
+        let dir = try TempDirectory()
+        let cache = try ByteCache(directory: dir.path, maxBytes: 250_000)
+        let chunk = [UInt8](repeating: 7, count: 100_000)
+        // Entries kept open after their last use, as the service keeps its warm resources.
+        let idle = Mutex<[CacheEntry]>([])
+        let asked = Atomic<Int>(0)
+        cache.onHeldOverLimit {
+            asked.add(1, ordering: .relaxed)
+            let released = idle.withLock { list in
+                defer { list = [] }
+                return list
+            }
+            withExtendedLifetime(released) {}
+        }
+        for name in ["a", "b"] {
+            let e = try cache.entry(for: "http://o.test/\(name)")
+            try write(e, chunk, at: 0)
+            try e.commit()
+            idle.withLock { $0.append(e) }
+        }
+        XCTAssertEqual(asked.load(ordering: .relaxed), 0, "within the limit, nothing is asked")
+        let reading = try cache.entry(for: "http://o.test/c")
+        try write(reading, chunk, at: 0)
+        try reading.commit()
+        // 300 KB > 250 KB with "a" and "b" held: they are let go and one of them is evicted;
+        // "c", still open, stays.
+        XCTAssertEqual(asked.load(ordering: .relaxed), 1)
+        let urls = try cache.resources().map(\.url)
+        XCTAssertEqual(urls.count, 2)
+        XCTAssertTrue(urls.contains("http://o.test/c"))
+        XCTAssertLessThanOrEqual(try cache.stats().storedBytes, 250_000)
     }
 
     func testCanStoreReportsResourcesBiggerThanTheLimit() throws {

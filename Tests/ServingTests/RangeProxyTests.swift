@@ -139,6 +139,36 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertLessThanOrEqual(asked.reduce(0) { $0 + Int64($1.count) }, 4_000_000, "\(asked)")
     }
 
+    /// The service keeps recently played resources open after their players leave, and an open
+    /// resource is passed by eviction: that once let `--max-cache-size 300M` grow to 1.5 GB.
+    func testResourcesKeptOpenDoNotHoldTheCachePastItsLimit() throws {
+        let dir = try TempDirectory()
+        try FileManager.default.createDirectory(atPath: dir.file("www"), withIntermediateDirectories: true)
+        let size = 1_000_000
+        for n in 0..<6 {
+            try Data(randomBytes(size, seed: 70 + UInt64(n))).write(to: URL(fileURLWithPath: dir.file("www/\(n).mp4")))
+        }
+        let nginx = try NginxServer(root: dir.file("www"))
+        let limit: Int64 = 2_500_000
+        let service = try ServiceHarness(maxCacheBytes: limit)
+        defer { service.stop() }
+        for n in 0..<6 {
+            let reply = try HTTPClient.request("GET", service.url("/v1/stream", origin: nginx.url("/\(n).mp4")))
+            XCTAssertEqual(reply.status, 200)
+            XCTAssertEqual(reply.body, randomBytes(size, seed: 70 + UInt64(n)))
+        }
+        // Each is committed within a second of arriving, and eviction runs after a commit.
+        let deadline = Date().addingTimeInterval(10)
+        var stored: Int64 = .max
+        while Date() < deadline {
+            stored = Int64(try XCTUnwrap(try service.get("/v1/cache").json()["bytes"] as? Int))
+            if stored <= limit { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertLessThanOrEqual(stored, limit, "six 1 MB resources played once, a 2.5 MB cache")
+        XCTAssertGreaterThan(stored, 0)
+    }
+
     func testAPlayerThatHangsUpStopsTheFetchOnlyItNeeded() throws {
         let data = randomBytes(20_000_000, seed: 63)
         let origin = try FaultServer()

@@ -1,3 +1,4 @@
+import Caching
 import Foundation
 import Serving
 import Synchronization
@@ -11,7 +12,8 @@ final class ServiceHarness: Sendable {
 
     init(
         token: String? = nil, allowHosts: [String] = ["127.0.0.1"], limits: ServiceLimits = ServiceLimits(),
-        workers: Int = 2, cacheDirectory: String? = nil, allowOrigins: [String] = []
+        workers: Int = 2, cacheDirectory: String? = nil, allowOrigins: [String] = [],
+        maxCacheBytes: Int64 = ByteCache.defaultMaxBytes
     ) throws {
         dir = try TempDirectory(prefix: "mprobe-service")
         var config = ServiceConfig(cacheDirectory: cacheDirectory ?? dir.file("cache"))
@@ -20,6 +22,7 @@ final class ServiceHarness: Sendable {
         config.allowHosts = allowHosts
         config.allowOrigins = allowOrigins
         config.limits = limits
+        config.maxCacheBytes = maxCacheBytes
         config.workers = workers
         config.fetchOptions.timeout = 10
         config.fetchOptions.retryDelay = 0.05
