@@ -107,12 +107,9 @@ public final class RemoteSource: MediaSource {
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
-        var fetched = false
         while true {
-            if let n = try readStored(into: buffer, at: offset, fetched: fetched) { return n }
-            let waited = try waitForBytes(at: offset, count: buffer.count)
-            guard waited.present else { return 0 }
-            fetched = fetched || waited.fetched
+            if let n = try readStored(into: buffer, at: offset) { return n }
+            guard try awaitBytes(at: offset, count: buffer.count) else { return 0 }
         }
     }
 
@@ -120,11 +117,6 @@ public final class RemoteSource: MediaSource {
     /// fetch is comparing them), for a caller that must not block (the server's event loop),
     /// which then has `awaitBytes` wait elsewhere.
     public func readStored(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int? {
-        try readStored(into: buffer, at: offset, fetched: false)
-    }
-
-    private func readStored(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, fetched: Bool) throws -> Int?
-    {
         precondition(offset >= 0, "negative offset")
         // No origin may claim a size past this, so nothing is there (and offsets stay far from overflow).
         guard buffer.count > 0, offset < ResponseInfo.maxResourceSize else { return 0 }
@@ -138,8 +130,7 @@ public final class RemoteSource: MediaSource {
         guard n > 0 else { return nil }
         try pin(copied.validators, generation: copied.generation)
         state.withLock { $0.readahead.didRead(at: offset, count: n) }
-        let fromCache = tally.read(offset..<offset + Int64(n))
-        store.recordRead(fromCache: fromCache, fetched: fetched ? Int64(n) - fromCache : 0)
+        recordRead(offset..<offset + Int64(n), in: store)
         return n
     }
 
@@ -160,33 +151,26 @@ public final class RemoteSource: MediaSource {
     /// the readahead and at least `count` bytes): false when the resource ends before it.
     @discardableResult
     public func awaitBytes(at offset: Int64, count: Int) throws -> Bool {
-        try waitForBytes(at: offset, count: count).present
-    }
-
-    /// `awaitBytes`, and whether bytes had to be fetched (or waited for) to get there.
-    private func waitForBytes(at offset: Int64, count: Int) throws -> (present: Bool, fetched: Bool) {
-        guard count > 0, offset < ResponseInfo.maxResourceSize else { return (false, false) }
-        var fetched = false
+        guard count > 0, offset < ResponseInfo.maxResourceSize else { return false }
         while true {
             try ensureOneVersion()
             let (store, size, _, barrier) = resource.readView(at: offset)
             if let size, offset >= size {
                 _ = try endOfFile()
-                return (false, fetched)
+                return false
             }
             if let barrier {
                 // A fetch is comparing the stored bytes from here with the ones it brings.
                 try resource.waitPastBarrier(of: involve(barrier), token: token)
                 continue
             }
-            if store.available.coveredLength(from: offset) > 0 { return (true, fetched) }
+            if store.available.coveredLength(from: offset) > 0 { return true }
             try store.refresh()
             if store.available.coveredLength(from: offset) > 0 { continue }  // another process added it
             guard try fetchMiss(at: offset, minimum: Int64(count), store: store) else {
                 _ = try endOfFile()
-                return (false, fetched)
+                return false
             }
-            fetched = true
         }
     }
 
@@ -201,8 +185,16 @@ public final class RemoteSource: MediaSource {
         else { return nil }
         try pin(stored.validators, generation: stored.generation)
         state.withLock { $0.readahead.didRead(at: range.lowerBound, count: range.count) }
-        store.recordRead(fromCache: tally.read(range), fetched: 0)
+        recordRead(range, in: store)
         return stored
+    }
+
+    /// Counts a read of `range` in the cache's statistics: a read of bytes this reader's fetches
+    /// brought, read for the first time, is a miss (a cold read sent from the file as it arrives
+    /// is no hit); the rest are a hit's.
+    private func recordRead(_ range: Range<Int64>, in store: any RangeStore) {
+        let counted = tally.read(range)
+        store.recordRead(fromCache: counted.local, fetched: counted.firstFetched)
     }
 
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {

@@ -115,6 +115,9 @@ final class ReaderTally: Sendable {
     private struct State {
         var counters = SourceCounters()
         var fetched = ByteRangeSet()
+        /// Of `fetched`, the bytes not read yet: each fetched byte counts once in the cache's
+        /// statistics, however often it is read.
+        var unread = ByteRangeSet()
     }
     private let state = Mutex(State())
 
@@ -123,6 +126,7 @@ final class ReaderTally: Sendable {
     func stored(_ range: Range<Int64>) {
         state.withLock {
             $0.fetched.insert(range)
+            $0.unread.insert(range)
             $0.counters.bytesFetched += Int64(range.count)
         }
     }
@@ -131,6 +135,7 @@ final class ReaderTally: Sendable {
     func refused(_ range: Range<Int64>) {
         state.withLock {
             $0.fetched.remove(range)
+            $0.unread.remove(range)
             $0.counters.bytesFetched -= Int64(range.count)
         }
     }
@@ -152,12 +157,20 @@ final class ReaderTally: Sendable {
         }
     }
 
-    /// Counts a read of `range`; returns the bytes of it that were already local (a cache hit).
-    func read(_ range: Range<Int64>) -> Int64 {
+    /// Counts a read of `range`: the bytes of it that were already local (a cache hit), and the
+    /// bytes this reader fetched that it reads for the first time.
+    func read(_ range: Range<Int64>) -> (local: Int64, firstFetched: Int64) {
         state.withLock { s in
+            // A warm reader fetched nothing: no set to search (this runs on every cached range).
+            guard !s.fetched.isEmpty else {
+                s.counters.bytesFromCache += Int64(range.count)
+                return (Int64(range.count), 0)
+            }
             let local = s.fetched.gaps(in: range).reduce(0) { $0 + Int64($1.count) }
+            let outsideUnread = s.unread.gaps(in: range).reduce(0) { $0 + Int64($1.count) }
+            s.unread.remove(range)
             s.counters.bytesFromCache += local
-            return local
+            return (local, Int64(range.count) - outsideUnread)
         }
     }
 }

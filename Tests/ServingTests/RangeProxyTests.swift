@@ -169,6 +169,29 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertGreaterThan(stored, 0)
     }
 
+    /// A cold read is sent from the data file as its bytes arrive; it is a miss all the same,
+    /// and the bytes it brought count as fetched once: the hit ratio an operator reads says
+    /// how much the origin was spared.
+    func testTheCacheStatisticsCountAColdReadAsFetchedAndAWarmOneAsHits() throws {
+        let served = try Served(3_000_000, seed: 64)
+        defer { served.service.stop() }
+        func stats() throws -> [String: Any] { try served.service.get("/v1/cache").json() }
+        let cold = try HTTPClient.request("GET", served.url)
+        XCTAssertTrue(cold.body == served.data)
+        let afterCold = try stats()
+        XCTAssertEqual(afterCold["bytes_fetched"] as? Int, 3_000_000, "\(afterCold)")
+        XCTAssertEqual(afterCold["bytes_from_cache"] as? Int, 0, "\(afterCold)")
+        XCTAssertGreaterThan(afterCold["misses"] as? Int ?? 0, 0, "\(afterCold)")
+        let warm = try HTTPClient.request("GET", served.url)
+        XCTAssertTrue(warm.body == served.data)
+        let afterWarm = try stats()
+        XCTAssertEqual(afterWarm["bytes_fetched"] as? Int, 3_000_000, "\(afterWarm)")
+        // The response, and the first KiB a whole-file request reads to tell whether it is a playlist.
+        XCTAssertGreaterThanOrEqual(afterWarm["bytes_from_cache"] as? Int ?? 0, 3_000_000, "\(afterWarm)")
+        XCTAssertEqual(afterWarm["misses"] as? Int, afterCold["misses"] as? Int, "\(afterWarm)")
+        XCTAssertGreaterThan(afterWarm["hits"] as? Int ?? 0, afterCold["hits"] as? Int ?? 0)
+    }
+
     func testAPlayerThatHangsUpStopsTheFetchOnlyItNeeded() throws {
         let data = randomBytes(20_000_000, seed: 63)
         let origin = try FaultServer()
