@@ -117,7 +117,7 @@ done
 
 pid_of() { # SERVER -> its main process (nginx's master, varnishd's manager)
     case "$1" in
-        nginx) echo "$FILE_PID" ;;
+        nginx | again) echo "$FILE_PID" ;;
         slice) echo "$SLICE_PID" ;;
         varnish) echo "$VARNISH_PID" ;;
         mprobe) echo "$SERVE_PID" ;;
@@ -137,7 +137,7 @@ TICKS_PER_SECOND=$(getconf CLK_TCK)
 
 url_of() { # SERVER PATH -> the URL a player asks that server for PATH
     case "$1" in
-        nginx) echo "http://127.0.0.1:$FILE_PORT/$2" ;;
+        nginx | again) echo "http://127.0.0.1:$FILE_PORT/$2" ;;
         slice) echo "http://127.0.0.1:$SLICE_PORT/$2" ;;
         varnish) echo "http://127.0.0.1:$VARNISH_PORT/$2" ;;
         mprobe) echo "http://127.0.0.1:$SERVE_PORT/v1/stream?url=$(enc "$ORIGIN/$2")" ;;
@@ -169,9 +169,15 @@ RESULTS="$WORK/results"
 : > "$RESULTS"
 
 echo "warm ranges ($SECONDS_RUN s each, $REPEATS repeats)..." >&2
+# mprobe runs between the two peers its goals name, whose order alternates from repeat to repeat:
+# a drift in this shared machine's load between runs then touches both sides of each ratio alike,
+# where a fixed order (nginx first, mprobe 15 s later) left it all on one side. The control,
+# `again`, is nginx serving the file run a second time next to its first run: what the same
+# ratios give for a server against itself is how far this machine's noise alone moves them.
 for rep in $(seq "$REPEATS"); do
+    if ((rep % 2)); then order="again nginx mprobe varnish slice"; else order="varnish mprobe nginx again slice"; fi
     for connections in 50 200 2000; do
-        for server in nginx slice varnish mprobe; do
+        for server in $order; do
             before=$(cpu_ticks "$(pid_of "$server")")
             line=$(wrk -t 2 -c "$connections" -d "${SECONDS_RUN}s" --timeout 10s --latency -s "$WORK/ranges.lua" \
                 "$(url_of "$server" big.bin)" | awk '/^RESULT/ { $1 = ""; print }')
@@ -187,7 +193,8 @@ origin_count() { # PATH -> "requests bytes" the origin served for PATH since its
 
 echo "cold readers..." >&2
 for rep in $(seq "$REPEATS"); do
-    for server in slice varnish mprobe; do
+    if ((rep % 2)); then order="varnish mprobe slice"; else order="mprobe varnish slice"; fi
+    for server in $order; do
         bench_settle
         : > "$NGINX_LOG"
         t=$(curl -s -o /dev/null -w '%{time_total}' "$(url_of "$server" "one-$server-$rep.bin")")
@@ -269,6 +276,20 @@ for c, each in ratios.items():
     met = [(n >= 0.95, v >= 1, p <= 1.2) for n, v, p in each]
     count = lambda test: f"{sum(1 for m in met if test(m))} of {len(met)}"
     print(f"| {c} | {count(lambda m: m[0])} | {count(lambda m: m[1])} | {count(lambda m: m[2])} | {count(all)} |")
+print()
+print("The control: nginx serving the file against itself, run again next to its first run, by the same")
+print("ratios (how far this machine's noise alone moves them):")
+print()
+print("| connections | nginx again ÷ nginx | p99 ÷ nginx's | repeats ≥ 0.95× | p99 ≤ 1.2× | both |")
+print("|---|---|---|---|---|---|")
+for c in ["50", "200", "2000"]:
+    pair = {s: {r[3]: r for r in rows if r[0] == "warm" and r[1] == c and r[2] == s} for s in ["nginx", "again"]}
+    reps = sorted(set(pair["nginx"]) & set(pair["again"]))
+    rps_ratio = [float(pair["again"][k][4]) / float(pair["nginx"][k][4]) for k in reps]
+    p99_ratio = [float(pair["again"][k][6]) / float(pair["nginx"][k][6]) for k in reps]
+    both = sum(1 for n, p in zip(rps_ratio, p99_ratio) if n >= 0.95 and p <= 1.2)
+    print(f"| {c} | {span(rps_ratio, '{:.2f}')} | {span(p99_ratio, '{:.2f}')} | "
+          + f"{sum(1 for n in rps_ratio if n >= 0.95)} of {len(reps)} | {sum(1 for p in p99_ratio if p <= 1.2)} of {len(reps)} | {both} of {len(reps)} |")
 print()
 print("CPU per request, µs (the server's processes, user + system, over the run's requests):")
 print()
