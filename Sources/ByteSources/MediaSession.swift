@@ -43,7 +43,9 @@ public final class MediaSession: Sendable {
         notices = OriginNotices(onNotice: onNotice)
         if keepWarm > 0 {
             // Weakly: the cache outlives no session through its warm entries, which hold the cache.
-            cache?.onHeldOverLimit { [weak remotes] in remotes?.releaseWarm() }
+            cache?.onHeldOverLimit { [weak remotes] passedBy, excess in
+                remotes?.releaseWarm(among: passedBy, excess: excess) ?? false
+            }
         }
     }
 
@@ -189,37 +191,62 @@ private final class ResourceRegistry: Sendable {
         letGo(dropped)
     }
 
-    /// Lets go of the warm resources, so that eviction can take their entries.
-    func releaseWarm() {
-        letGo(state.withLock { s in s.warm.drain { _ in true } })
+    /// Lets go of warm resources that eviction passed by (`ByteCache.onHeldOverLimit`), the least
+    /// recently used first, until the bytes they store cover `excess`: true when it let any go.
+    /// Only the registry knows how recently a warm resource was used (the index knows when it was
+    /// opened), so the order is its own.
+    func releaseWarm(among passedBy: [ByteCache.HeldResource], excess: Int64) -> Bool {
+        let bytesOfRow = Dictionary(passedBy.map { ($0.row, $0.bytes) }, uniquingKeysWith: { first, _ in first })
+        let released = state.withLock { s in
+            var released: [RemoteResource] = [], kept: [RemoteResource] = []
+            var freed: Int64 = 0
+            for resource in s.warm {
+                if freed < excess, let row = resource.cacheRow, let bytes = bytesOfRow[row] {
+                    released.append(resource)
+                    freed += bytes
+                } else {
+                    kept.append(resource)
+                }
+            }
+            s.warm = kept
+            return released
+        }
+        letGo(released)
+        return !released.isEmpty
     }
 
     func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {
-        let (resource, dropped) = try state.withLock { s in
+        let (resource, taken) = try state.withLock { s in
+            // Every reference the registry takes here ends outside the lock (`letGo`), those its
+            // search for dead entries takes too.
+            var taken: [RemoteResource] = []
             let resource: RemoteResource
             if let existing = s.resources[url]?.resource {
                 resource = existing
             } else {
                 resource = try make()
-                s.resources = s.resources.filter { $0.value.resource != nil }
+                s.resources = s.resources.filter { entry in
+                    guard let alive = entry.value.resource else { return false }
+                    taken.append(alive)
+                    return true
+                }
                 s.resources[url] = WeakResource(resource: resource)
             }
             // A player asks for one URL range after range: most opens find it the most recent already.
-            var dropped: [RemoteResource] = []
             if keepWarm > 0, resource.keepsBytes, s.warm.last !== resource {
                 s.warm.removeAll { $0 === resource }
                 s.warm.append(resource)
-                if s.warm.count > keepWarm { dropped.append(s.warm.removeFirst()) }
+                if s.warm.count > keepWarm { taken.append(s.warm.removeFirst()) }
             }
-            return (resource, dropped)
+            return (resource, taken)
         }
-        letGo(dropped)
+        letGo(taken)
         return resource
     }
 
     /// Where the registry's references to `resources` end: outside its lock, because the last one
     /// closes the resource's cache entry, whose commit may evict, and eviction may call
-    /// `releaseWarm`, which takes the lock.
+    /// `releaseWarm`, which takes the lock (a second time on one thread: a deadlock).
     private func letGo(_ resources: [RemoteResource]) {
         withExtendedLifetime(resources) {}
     }

@@ -71,6 +71,8 @@ final class RemoteResource: @unchecked Sendable {
 
     /// Bytes kept by this resource outlive it: the disk cache, not memory.
     var keepsBytes: Bool { cache != nil && store is CacheEntry }
+    /// The index row of its cache entry; nil when its bytes are kept in memory.
+    var cacheRow: Int64? { (store as? CacheEntry)?.generation.row }
 
     // MARK: Fetching
 

@@ -36,7 +36,7 @@ public final class ByteCache: Sendable {
     private let noted: Mutex<[String]>
     /// `onHeldOverLimit`'s holder of idle open entries, asked to close them when they keep the
     /// cache over its limit.
-    let idleHolder = Mutex<(@Sendable () -> Void)?>(nil)
+    let idleHolder = Mutex<(@Sendable (_ passedBy: [HeldResource], _ excess: Int64) -> Bool)?>(nil)
 
     public init(
         directory: String, maxBytes: Int64 = ByteCache.defaultMaxBytes,

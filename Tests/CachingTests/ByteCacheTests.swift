@@ -118,14 +118,14 @@ final class ByteCacheTests: XCTestCase {
         let chunk = [UInt8](repeating: 7, count: 100_000)
         // Entries kept open after their last use, as the service keeps its warm resources.
         let idle = Mutex<[CacheEntry]>([])
-        let asked = Atomic<Int>(0)
-        cache.onHeldOverLimit {
-            asked.add(1, ordering: .relaxed)
+        let asked = Mutex<[(passedBy: [ByteCache.HeldResource], excess: Int64)]>([])
+        cache.onHeldOverLimit { passedBy, excess in
+            asked.withLock { $0.append((passedBy, excess)) }
             let released = idle.withLock { list in
                 defer { list = [] }
                 return list
             }
-            withExtendedLifetime(released) {}
+            return !released.isEmpty
         }
         for name in ["a", "b"] {
             let e = try cache.entry(for: "http://o.test/\(name)")
@@ -133,13 +133,16 @@ final class ByteCacheTests: XCTestCase {
             try e.commit()
             idle.withLock { $0.append(e) }
         }
-        XCTAssertEqual(asked.load(ordering: .relaxed), 0, "within the limit, nothing is asked")
+        XCTAssertEqual(asked.withLock { $0.count }, 0, "within the limit, nothing is asked")
         let reading = try cache.entry(for: "http://o.test/c")
         try write(reading, chunk, at: 0)
         try reading.commit()
         // 300 KB > 250 KB with "a" and "b" held: they are let go and one of them is evicted;
         // "c", still open, stays.
-        XCTAssertEqual(asked.load(ordering: .relaxed), 1)
+        let questions = asked.withLock { $0 }
+        XCTAssertEqual(questions.count, 1)
+        XCTAssertEqual(questions.first?.passedBy.map(\.bytes), [100_000, 100_000], "a and b, held")
+        XCTAssertEqual(questions.first?.excess, 50_000)
         let urls = try cache.resources().map(\.url)
         XCTAssertEqual(urls.count, 2)
         XCTAssertTrue(urls.contains("http://o.test/c"))
