@@ -483,6 +483,7 @@ final class RemoteResource: @unchecked Sendable {
         _ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)
     ) throws -> Bool {
         guard target.0 === store, try target.0.write(bytes, at: offset, generation: target.1) else { return false }
+        target.0.recordFetched(Int64(bytes.count))
         condition.withLock { condition.broadcast() }
         return true
     }

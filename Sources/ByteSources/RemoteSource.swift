@@ -189,12 +189,13 @@ public final class RemoteSource: MediaSource {
         return stored
     }
 
-    /// Counts a read of `range` in the cache's statistics: a read of bytes this reader's fetches
-    /// brought, read for the first time, is a miss (a cold read sent from the file as it arrives
-    /// is no hit); the rest are a hit's.
+    /// Counts a read of `range` in the cache's statistics: one that first reads bytes this
+    /// reader's fetches brought is a miss (a cold read sent from the file as it arrives is no
+    /// hit); bytes stored before the reader asked are the cache's. The fetched bytes themselves
+    /// are counted as they are stored (`RemoteResource`).
     private func recordRead(_ range: Range<Int64>, in store: any RangeStore) {
         let counted = tally.read(range)
-        store.recordRead(fromCache: counted.local, fetched: counted.firstFetched)
+        store.recordRead(fromCache: counted.local, miss: counted.firstFetched > 0)
     }
 
     public func missingRanges(in range: Range<Int64>) -> [Range<Int64>] {

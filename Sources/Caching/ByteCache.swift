@@ -216,12 +216,15 @@ public final class ByteCache: Sendable {
         }
     }
 
-    /// Counts one read: a hit if served wholly from the cache, else a miss.
-    public func recordRead(fromCache: Int64, fetched: Int64) {
-        counters.add(
-            ReadCounters(
-                hits: fetched == 0 ? 1 : 0, misses: fetched == 0 ? 0 : 1,
-                bytesFromCache: fromCache, bytesFetched: fetched))
+    /// Counts one read: a hit when it was served wholly from what the cache held before, else a
+    /// miss; `fromCache` of its bytes were held before.
+    public func recordRead(fromCache: Int64, miss: Bool) {
+        counters.add(ReadCounters(hits: miss ? 0 : 1, misses: miss ? 1 : 0, bytesFromCache: fromCache))
+    }
+
+    /// Counts bytes fetched from an origin and stored.
+    public func recordFetched(_ bytes: Int64) {
+        counters.add(ReadCounters(bytesFetched: bytes))
     }
 
     /// Adds the in-memory counters to the index. Called when entries close and before `stats()`.

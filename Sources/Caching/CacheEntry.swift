@@ -427,7 +427,9 @@ public final class CacheEntry: RangeStore {
         return StoredFile(file: file, generation: generation, validators: validators)
     }
 
-    public func recordRead(fromCache: Int64, fetched: Int64) {
-        cache.recordRead(fromCache: fromCache, fetched: fetched)
+    public func recordRead(fromCache: Int64, miss: Bool) {
+        cache.recordRead(fromCache: fromCache, miss: miss)
     }
+
+    public func recordFetched(_ bytes: Int64) { cache.recordFetched(bytes) }
 }

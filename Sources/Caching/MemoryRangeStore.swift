@@ -110,7 +110,9 @@ public final class MemoryRangeStore: RangeStore {
         }
     }
 
-    public func recordRead(fromCache: Int64, fetched: Int64) {}
+    public func recordRead(fromCache: Int64, miss: Bool) {}
+
+    public func recordFetched(_ bytes: Int64) {}
 
     /// Memory has no file for the kernel to send from.
     public func openStored(_ range: Range<Int64>) throws -> StoredFile? { nil }

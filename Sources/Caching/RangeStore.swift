@@ -40,8 +40,11 @@ public protocol RangeStore: AnyObject, Sendable {
     /// What `read` at `offset` would find, copying nothing: how many bytes are there from it (0 if
     /// none), and the generation and validators they belong to.
     func peek(at offset: Int64) -> StoredRead
-    /// Counts one read for the hit/miss statistics.
-    func recordRead(fromCache: Int64, fetched: Int64)
+    /// Counts one read for the hit/miss statistics: `fromCache` of its bytes were there before
+    /// the reader asked; a miss when the rest were fetched for it.
+    func recordRead(fromCache: Int64, miss: Bool)
+    /// Counts bytes that came from the origin and were stored, once each.
+    func recordFetched(_ bytes: Int64)
     /// The file that holds all of `range` (at the same offsets), for the kernel to send from; nil
     /// unless the store keeps files and all of `range` is there.
     func openStored(_ range: Range<Int64>) throws -> StoredFile?

@@ -164,8 +164,9 @@ final class ByteCacheTests: XCTestCase {
             try write(e, [UInt8](repeating: 1, count: 1000), at: 0)
             try e.commit()
         }
-        cache.recordRead(fromCache: 1000, fetched: 0)
-        cache.recordRead(fromCache: 0, fetched: 500)
+        cache.recordRead(fromCache: 1000, miss: false)
+        cache.recordFetched(500)
+        cache.recordRead(fromCache: 0, miss: true)
         var stats = try cache.stats()
         XCTAssertEqual(stats.resources, 2)
         XCTAssertEqual(stats.storedBytes, 2000)
