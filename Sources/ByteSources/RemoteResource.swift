@@ -33,7 +33,13 @@ final class RemoteResource: @unchecked Sendable {
         self.shown = shown
         self.fetcher = fetcher
         self.cache = cache
-        storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()
+        do {
+            storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()
+        } catch let error as CacheError where error.refusesWrites {
+            // Not even an empty data file fits: streamed through (`streamThrough`).
+            storeValue = MemoryRangeStore()
+            warningsValue = [streamedThrough(because: error)]
+        }
         sizeValue = storeValue.validators.size
         contentTypeValue = try cache?.resource(for: url)?.contentType
     }
@@ -482,10 +488,46 @@ final class RemoteResource: @unchecked Sendable {
     private func store(
         _ bytes: UnsafeRawBufferPointer, at offset: Int64, into target: (any RangeStore, StoreGeneration)
     ) throws -> Bool {
-        guard target.0 === store, try target.0.write(bytes, at: offset, generation: target.1) else { return false }
-        target.0.recordFetched(Int64(bytes.count))
+        guard target.0 === store else { return false }
+        do {
+            guard try target.0.write(bytes, at: offset, generation: target.1) else { return false }
+            target.0.recordFetched(Int64(bytes.count))
+        } catch let error as CacheError where error.refusesWrites {
+            // The transfer ends as if newer content had come: its readers look again, and fetch
+            // into memory what this one was bringing.
+            streamThrough(from: target.0, because: error)
+            return false
+        }
         condition.withLock { condition.broadcast() }
         return true
+    }
+
+    /// The warning a resource streamed through carries; the service's log hears it once per origin.
+    private func streamedThrough(because error: CacheError) -> String {
+        let warning = "the cache cannot store \(shown) (\(error)): it is streamed through, not kept"
+        _ = notices.note("cannot store", url: url) { _ in warning }
+        return warning
+    }
+
+    /// The cache can store nothing more (its disk is full, or it is read-only): this resource's
+    /// bytes go to memory from here, as a resource too large for the cache does, so that players
+    /// and jobs go on, streamed through. The memory store continues `cached`'s version and
+    /// generation, so that readers who read from the cache read on; what the cache held of it is
+    /// fetched again when read. Said once in the warnings.
+    @discardableResult
+    private func streamThrough(from cached: any RangeStore, because error: CacheError) -> any RangeStore {
+        let memory = MemoryRangeStore(continuing: cached.generation)
+        _ = try? memory.applyValidators(cached.validators, contentType: contentType, replacing: false)
+        let moved = condition.withLock { () -> (any RangeStore)? in
+            guard storeValue === cached else { return storeValue }  // another fetch moved it first
+            storeValue = memory
+            condition.broadcast()
+            return nil
+        }
+        if let moved { return moved }
+        let warning = streamedThrough(because: error)  // told to the log outside the lock
+        condition.withLock { warningsValue.append(warning) }
+        return memory
     }
 
     /// Headers of a response: record the validators (dropping stored bytes of an older version),
@@ -501,7 +543,13 @@ final class RemoteResource: @unchecked Sendable {
         let known = store.validators
         let proves = { (v: ResourceValidators) in v.etag != nil || v.lastModified != nil }
         let replacing = known.size != nil && proves(known) != proves(validators)
-        let changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
+        let changed: Bool
+        do {
+            changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
+        } catch let error as CacheError where error.refusesWrites {
+            changed = try streamThrough(from: store, because: error).applyValidators(
+                validators, contentType: info.contentType, replacing: replacing)
+        }
         condition.withLock {
             if let size = info.totalSize { sizeValue = size }
             if let type = info.contentType { contentTypeValue = type }
@@ -528,7 +576,7 @@ final class RemoteResource: @unchecked Sendable {
             condition.withLock { warningsValue.append(notice) }
         }
         condition.withLock { condition.broadcast() }  // fetches waiting to learn whether there are validators
-        if let cache, let size = info.totalSize, !cache.canStore(size: size), store is CacheEntry {
+        if let cache, let size = info.totalSize, !cache.canStore(size: size), self.store is CacheEntry {
             let memory = MemoryRangeStore()
             try memory.applyValidators(validators, contentType: info.contentType)
             condition.withLock { storeValue = memory }

@@ -73,6 +73,16 @@ public enum CacheError: Error, CustomStringConvertible {
     /// The directory holds files and is not a cache: nothing in it is touched.
     case notACache(path: String, holds: [String])
 
+    /// True when the cache can store nothing now: it is read-only, or its disk (or quota) is
+    /// full. What is stored can still be read.
+    public var refusesWrites: Bool {
+        switch self {
+        case .readOnly: true
+        case .io(_, _, let code): code == ENOSPC || code == EDQUOT
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .io(let function, let path, let errno):

@@ -24,11 +24,17 @@ public final class MemoryRangeStore: RangeStore {
         var available = ByteRangeSet()
         var generation: Int64 = 0
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+    /// The row of the generations it gives: 0, or the cache entry's it took over from.
+    private let row: Int64
 
-    public init(capacity: Int = 64 << 20) {
+    /// `continuing`: the generation of the store whose place this one takes for the same version
+    /// (a cache entry that can no longer write), so that readers who pinned it read on here.
+    public init(capacity: Int = 64 << 20, continuing: StoreGeneration? = nil) {
         self.capacity = capacity
         blockSize = min(4 << 20, max(1, capacity / 4))
+        row = continuing?.row ?? 0
+        state = Mutex(State(generation: continuing?.number ?? 0))
     }
 
     public var validators: ResourceValidators { state.withLock { $0.validators } }
@@ -52,7 +58,7 @@ public final class MemoryRangeStore: RangeStore {
         }
     }
 
-    public var generation: StoreGeneration { state.withLock { StoreGeneration(row: 0, number: $0.generation) } }
+    public var generation: StoreGeneration { state.withLock { StoreGeneration(row: row, number: $0.generation) } }
 
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, generation: StoreGeneration) throws -> Bool {
         state.withLock { s in
@@ -98,7 +104,7 @@ public final class MemoryRangeStore: RangeStore {
                 copied += n
             }
             return StoredRead(
-                count: copied, generation: StoreGeneration(row: 0, number: s.generation), validators: s.validators)
+                count: copied, generation: StoreGeneration(row: row, number: s.generation), validators: s.validators)
         }
     }
 
@@ -106,7 +112,7 @@ public final class MemoryRangeStore: RangeStore {
         state.withLock { s in
             StoredRead(
                 count: Int(min(s.available.coveredLength(from: offset), Int64(Int.max))),
-                generation: StoreGeneration(row: 0, number: s.generation), validators: s.validators)
+                generation: StoreGeneration(row: row, number: s.generation), validators: s.validators)
         }
     }
 

@@ -112,6 +112,50 @@ final class CacheRecoveryTests: CLITestCase {
         XCTAssertEqual(try listedURLs(try assertStep(steps, "ls-after-clear", 0)), [])
     }
 
+    /// A full disk stops the cache from keeping what comes next, not readers from getting it: a new
+    /// URL, and one whose bytes fill the disk partway, are streamed through whole, by `cat` and by
+    /// the service's proxy.
+    func testAFullDiskStreamsThroughWhatItCannotStore() throws {
+        let (nginx, _, _, _) = try populatedCache()
+        let big = randomBytes(6_000_000, seed: 22)
+        let names = ["new", "fills", "proxy-fills", "proxy-new"]
+        for name in names { _ = try writeFile("www/\(name).bin", big) }
+        func stream(_ name: String) -> String {
+            let url = nginx.url("/\(name).bin").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            return """
+                curl -sf -o "$RESULTS/\(name).out" "http://127.0.0.1:$PORT/v1/stream?url=\(url)" 2>"$RESULTS/\(name).err"
+                echo $? >"$RESULTS/\(name).status"
+                """
+        }
+        let steps = try inPrivateMounts(
+            """
+            MNT="$SCRATCH/mnt"; mkdir -p "$MNT/full" "$MNT/room" "$MNT/proxy"
+            mount -t tmpfs -o size=3m tmpfs "$MNT/full" || exit 90
+            cp -a "$CACHE" "$MNT/full/cache" || exit 91
+            dd if=/dev/zero of="$MNT/full/filler" bs=4096 >/dev/null 2>&1
+            run new cat \(nginx.url("/new.bin")) --cache-dir "$MNT/full/cache"
+            mount -t tmpfs -o size=4m tmpfs "$MNT/room" || exit 92
+            run fills cat \(nginx.url("/fills.bin")) --cache-dir "$MNT/room/cache"
+            mount -t tmpfs -o size=4m tmpfs "$MNT/proxy" || exit 93
+            "$MPROBE" serve --listen 127.0.0.1:0 --cache-dir "$MNT/proxy/cache" --allow-host 127.0.0.1 \
+                2>"$RESULTS/serve.err" & SERVE=$!
+            i=0; until grep -q "serving on" "$RESULTS/serve.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+            PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$RESULTS/serve.err" | grep -o '[0-9]*$')
+            \(stream("proxy-fills"))
+            \(stream("proxy-new"))
+            kill $SERVE; wait $SERVE; echo $? >"$RESULTS/serve.status"; : >"$RESULTS/serve.out"
+            """)
+        for name in names {
+            let step = try assertStep(steps, name, 0)
+            XCTAssertTrue(step.stdout == big, "\(name): \(step.stdout.count) bytes")
+        }
+        for name in ["new", "fills"] {
+            XCTAssertTrue(steps[name]?.stderr.contains("streamed through") ?? false, "\(name) says so")
+        }
+        let log = try assertStep(steps, "serve", 0).stderr
+        XCTAssertTrue(log.contains("warning: the cache cannot store"), "the service's log says so: \(log)")
+    }
+
     /// Moving a corrupt index aside removes its data files first: they make room for the new index.
     func testGarbageIndexOnAFullDiskIsReplacedAndItsSpaceFreed() throws {
         let (nginx, a, _, data) = try populatedCache()
