@@ -144,7 +144,7 @@ public final class MediaSession: Sendable {
             try MediaSession.validateRemote(url)
             return try RemoteResource(
                 url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
-                notices: notices)
+                notices: notices, leftCache: { [weak remotes] in remotes?.forgetWarm($0) })
         }
         return RemoteSource(
             resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)
@@ -213,6 +213,12 @@ private final class ResourceRegistry: Sendable {
         }
         letGo(released)
         return !released.isEmpty
+    }
+
+    /// Takes `resource` off the warm list: its bytes went from the disk to memory (a full disk),
+    /// and memory, up to 64 MiB a resource, is not kept for later.
+    func forgetWarm(_ resource: RemoteResource) {
+        letGo(state.withLock { s in s.warm.drain { $0 === resource } })
     }
 
     func resource(for url: String, make: () throws -> RemoteResource) throws -> RemoteResource {

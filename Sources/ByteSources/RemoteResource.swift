@@ -17,6 +17,8 @@ final class RemoteResource: @unchecked Sendable {
     let fetcher: RangeFetcher
     let cache: ByteCache?
     private let notices: OriginNotices
+    /// Told when the resource leaves the cache for memory (`streamThrough`), after the fact.
+    private let leftCache: (@Sendable (RemoteResource) -> Void)?
 
     // Guarded by `condition`, which is also signalled whenever bytes are stored or a fetch ends.
     private let condition = NSCondition()
@@ -26,10 +28,17 @@ final class RemoteResource: @unchecked Sendable {
     private var contentTypeValue: String?
     private var locationValue: String?
     private var running: [RunningFetch] = []
+    /// Why its bytes are streamed through rather than kept, when the cache refused them.
+    private var refusedValue: String?
 
-    init(url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?, notices: OriginNotices) throws {
+    /// `leftCache` must not be called back into the caller's locks: it is told from fetch threads.
+    init(
+        url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?, notices: OriginNotices,
+        leftCache: (@Sendable (RemoteResource) -> Void)? = nil
+    ) throws {
         self.url = url
         self.notices = notices
+        self.leftCache = leftCache
         self.shown = shown
         self.fetcher = fetcher
         self.cache = cache
@@ -38,6 +47,7 @@ final class RemoteResource: @unchecked Sendable {
         } catch let error as CacheError where error.refusesWrites {
             // Not even an empty data file fits: streamed through (`streamThrough`).
             storeValue = MemoryRangeStore()
+            refusedValue = error.description
             warningsValue = [streamedThrough(because: error)]
         }
         sizeValue = storeValue.validators.size
@@ -261,6 +271,11 @@ final class RemoteResource: @unchecked Sendable {
             } else {
                 outcome = .failed(SourceError.versionChanged(input: shown))
             }
+        } catch let error where CacheError.refusesWrites(error) {
+            // The bytes could not be made durable (a full disk at the commit): readers look again,
+            // in memory (`streamThrough`).
+            streamThrough(from: target.0, because: error)
+            outcome = .done
         } catch {
             try? store.commit()  // what arrived before the failure is good
             outcome = .failed(error)
@@ -492,7 +507,7 @@ final class RemoteResource: @unchecked Sendable {
         do {
             guard try target.0.write(bytes, at: offset, generation: target.1) else { return false }
             target.0.recordFetched(Int64(bytes.count))
-        } catch let error as CacheError where error.refusesWrites {
+        } catch let error where CacheError.refusesWrites(error) {
             // The transfer ends as if newer content had come: its readers look again, and fetch
             // into memory what this one was bringing.
             streamThrough(from: target.0, because: error)
@@ -503,7 +518,7 @@ final class RemoteResource: @unchecked Sendable {
     }
 
     /// The warning a resource streamed through carries; the service's log hears it once per origin.
-    private func streamedThrough(because error: CacheError) -> String {
+    private func streamedThrough(because error: any Error) -> String {
         let warning = "the cache cannot store \(shown) (\(error)): it is streamed through, not kept"
         _ = notices.note("cannot store", url: url) { _ in warning }
         return warning
@@ -511,24 +526,34 @@ final class RemoteResource: @unchecked Sendable {
 
     /// The cache can store nothing more (its disk is full, or it is read-only): this resource's
     /// bytes go to memory from here, as a resource too large for the cache does, so that players
-    /// and jobs go on, streamed through. The memory store continues `cached`'s version and
-    /// generation, so that readers who read from the cache read on; what the cache held of it is
-    /// fetched again when read. Said once in the warnings.
+    /// and jobs go on, streamed through; what the cache held of it is fetched again when read.
+    /// When the origin's validators prove the version, the memory store continues `cached`'s
+    /// generation, so that readers who read from the cache read on. Without them, nothing could
+    /// compare the bytes to come with those read (`OverlapCheck` compares within one store):
+    /// the memory store is a generation of its own, and such readers fail as on a version change.
+    /// Said once in the warnings, and told to `leftCache`.
     @discardableResult
-    private func streamThrough(from cached: any RangeStore, because error: CacheError) -> any RangeStore {
-        let memory = MemoryRangeStore(continuing: cached.generation)
-        _ = try? memory.applyValidators(cached.validators, contentType: contentType, replacing: false)
+    private func streamThrough(from cached: any RangeStore, because error: any Error) -> any RangeStore {
+        let look = cached.peek(at: 0)  // the generation and validators in one look
+        let proven = look.validators.etag != nil || look.validators.lastModified != nil
+        let memory = MemoryRangeStore(continuing: proven ? look.generation : nil)
+        _ = try? memory.applyValidators(look.validators, contentType: contentType, replacing: false)
         let moved = condition.withLock { () -> (any RangeStore)? in
             guard storeValue === cached else { return storeValue }  // another fetch moved it first
             storeValue = memory
+            refusedValue = "\(error)"
             condition.broadcast()
             return nil
         }
         if let moved { return moved }
         let warning = streamedThrough(because: error)  // told to the log outside the lock
         condition.withLock { warningsValue.append(warning) }
+        leftCache?(self)
         return memory
     }
+
+    /// Why the cache refused this resource's bytes, when it did (they are streamed through).
+    var refusal: String? { condition.withLock { refusedValue } }
 
     /// Headers of a response: record the validators (dropping stored bytes of an older version),
     /// move a too-large resource to memory, and note a server that ignores ranges. Readers that
@@ -546,7 +571,7 @@ final class RemoteResource: @unchecked Sendable {
         let changed: Bool
         do {
             changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
-        } catch let error as CacheError where error.refusesWrites {
+        } catch let error where CacheError.refusesWrites(error) {
             changed = try streamThrough(from: store, because: error).applyValidators(
                 validators, contentType: info.contentType, replacing: replacing)
         }

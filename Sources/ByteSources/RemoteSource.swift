@@ -75,6 +75,7 @@ public final class RemoteSource: MediaSource {
 
     public var whyNotKept: String {
         guard let cache = resource.cache else { return "caching is off (--no-cache)" }
+        if let refusal = resource.refusal { return "the cache cannot store it (\(refusal)), so it is streamed through" }
         let size = resource.size.map { "\($0) bytes" } ?? "too large"
         return
             "it is \(size), more than the cache limit of \(cache.maxBytes) bytes (--max-cache-size), so it is streamed through, not stored"

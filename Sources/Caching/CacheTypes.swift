@@ -73,14 +73,21 @@ public enum CacheError: Error, CustomStringConvertible {
     /// The directory holds files and is not a cache: nothing in it is touched.
     case notACache(path: String, holds: [String])
 
-    /// True when the cache can store nothing now: it is read-only, or its disk (or quota) is
-    /// full. What is stored can still be read.
+    /// True when the cache can store nothing now: it is read-only (or its file system was
+    /// remounted so), or its disk (or quota) is full. What is stored can still be read.
     public var refusesWrites: Bool {
         switch self {
         case .readOnly: true
-        case .io(_, _, let code): code == ENOSPC || code == EDQUOT
+        case .io(_, _, let code): [ENOSPC, EDQUOT, EROFS].contains(code)
         default: false
         }
+    }
+
+    /// `refusesWrites` of a cache's error, or an index that could not be written (SQLite's full,
+    /// read-only or I/O failures).
+    public static func refusesWrites(_ error: any Error) -> Bool {
+        if let error = error as? CacheError { return error.refusesWrites }
+        return (error as? SQLiteError)?.isStorageFailure ?? false
     }
 
     public var description: String {

@@ -120,6 +120,7 @@ final class CacheRecoveryTests: CLITestCase {
         let big = randomBytes(6_000_000, seed: 22)
         let names = ["new", "fills", "proxy-fills", "proxy-new"]
         for name in names { _ = try writeFile("www/\(name).bin", big) }
+        _ = try writeFile("www/film.mp4", Array(try Data(contentsOf: URL(fileURLWithPath: samplePath("moov-at-end.mp4")))))
         func stream(_ name: String) -> String {
             let url = nginx.url("/\(name).bin").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
             return """
@@ -134,6 +135,7 @@ final class CacheRecoveryTests: CLITestCase {
             cp -a "$CACHE" "$MNT/full/cache" || exit 91
             dd if=/dev/zero of="$MNT/full/filler" bs=4096 >/dev/null 2>&1
             run new cat \(nginx.url("/new.bin")) --cache-dir "$MNT/full/cache"
+            run prefetch prefetch \(nginx.url("/film.mp4")) --seconds 2 --cache-dir "$MNT/full/cache"
             mount -t tmpfs -o size=4m tmpfs "$MNT/room" || exit 92
             run fills cat \(nginx.url("/fills.bin")) --cache-dir "$MNT/room/cache"
             mount -t tmpfs -o size=4m tmpfs "$MNT/proxy" || exit 93
@@ -152,6 +154,9 @@ final class CacheRecoveryTests: CLITestCase {
         for name in ["new", "fills"] {
             XCTAssertTrue(steps[name]?.stderr.contains("streamed through") ?? false, "\(name) says so")
         }
+        // A prefetch is for later: streamed through is of no use to it, and it says why.
+        let prefetch = try assertStep(steps, "prefetch", 6).stderr
+        XCTAssertTrue(prefetch.contains("cannot store"), prefetch)
         let log = try assertStep(steps, "serve", 0).stderr
         XCTAssertTrue(log.contains("warning: the cache cannot store"), "the service's log says so: \(log)")
     }

@@ -94,6 +94,8 @@ public struct PrefetchJob: Sendable {
                     reason:
                         "bytes \(gap.lowerBound)-\(gap.upperBound - 1) are still missing after the prefetch")
             }
+            // The cache may have refused them on the way (a full disk): fetched, but not kept.
+            guard source.keepsBytes else { throw SourceError.notKept(input: source.input, reason: source.whyNotKept) }
             // Bytes a readahead transfer still running stored (the plan found them here) are
             // recorded only when it ends; the process may end first.
             try source.makeDurable()

@@ -109,6 +109,10 @@ public struct StreamPrefetchJob: Sendable {
                     throw SourceError.notKept(
                         input: session.shown(part.uri), reason: "bytes are still missing after the prefetch")
                 }
+                // The cache may have refused them on the way (a full disk): fetched, but not kept.
+                guard source.keepsBytes else {
+                    throw SourceError.notKept(input: session.shown(part.uri), reason: source.whyNotKept)
+                }
                 try StreamPlaylists.checkIsMedia(source, range: part.range)
                 try source.makeDurable()
             }
