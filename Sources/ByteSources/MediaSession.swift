@@ -21,6 +21,7 @@ public final class MediaSession: Sendable {
     public let cancellation: Cancellation
     private let remotes: ResourceRegistry
     private let notices: OriginNotices
+    private let memorySlots: MemorySlots
 
     /// `keepWarm`: how many recently used resources stay open after their last reader left, for a
     /// long-running process whose clients come back (a player's next range request, a job after a
@@ -41,6 +42,7 @@ public final class MediaSession: Sendable {
         self.cancellation = cancellation
         remotes = ResourceRegistry(keepWarm: keepWarm)
         notices = OriginNotices(onNotice: onNotice)
+        memorySlots = MemorySlots()
         if keepWarm > 0 {
             // Weakly: the cache outlives no session through its warm entries, which hold the cache.
             cache?.onHeldOverLimit { [weak remotes] passedBy, excess in
@@ -57,6 +59,7 @@ public final class MediaSession: Sendable {
         self.cancellation = cancellation
         remotes = parent.remotes
         notices = parent.notices
+        memorySlots = parent.memorySlots
     }
 
     /// A session for one job of a long-running process: the same cache, fetcher (warm
@@ -144,7 +147,7 @@ public final class MediaSession: Sendable {
             try MediaSession.validateRemote(url)
             return try RemoteResource(
                 url: url, shown: fetcher.options.urlRules.shown(url), fetcher: fetcher, cache: cache,
-                notices: notices, leftCache: { [weak remotes] in remotes?.forgetWarm($0) })
+                notices: notices, memorySlots: memorySlots, leftCache: { [weak remotes] in remotes?.forgetWarm($0) })
         }
         return RemoteSource(
             resource: resource, offline: offline, readahead: readahead, cancellation: token ?? cancellation)

@@ -19,6 +19,8 @@ final class RemoteResource: @unchecked Sendable {
     private let notices: OriginNotices
     /// Told when the resource leaves the cache for memory (`streamThrough`), after the fact.
     private let leftCache: (@Sendable (RemoteResource) -> Void)?
+    /// The session's bound on resources held in memory because the cache refused them.
+    private let memorySlots: MemorySlots
 
     // Guarded by `condition`, which is also signalled whenever bytes are stored or a fetch ends.
     private let condition = NSCondition()
@@ -28,16 +30,19 @@ final class RemoteResource: @unchecked Sendable {
     private var contentTypeValue: String?
     private var locationValue: String?
     private var running: [RunningFetch] = []
-    /// Why its bytes are streamed through rather than kept, when the cache refused them.
+    /// Why its bytes are streamed through rather than kept, when the cache refused them; and the
+    /// memory slot it holds meanwhile.
     private var refusedValue: String?
+    private var memorySlot: MemorySlots.Slot?
 
     /// `leftCache` must not be called back into the caller's locks: it is told from fetch threads.
     init(
         url: String, shown: String, fetcher: RangeFetcher, cache: ByteCache?, notices: OriginNotices,
-        leftCache: (@Sendable (RemoteResource) -> Void)? = nil
+        memorySlots: MemorySlots, leftCache: (@Sendable (RemoteResource) -> Void)? = nil
     ) throws {
         self.url = url
         self.notices = notices
+        self.memorySlots = memorySlots
         self.leftCache = leftCache
         self.shown = shown
         self.fetcher = fetcher
@@ -45,8 +50,10 @@ final class RemoteResource: @unchecked Sendable {
         do {
             storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()
         } catch let error as CacheError where error.refusesWrites {
-            // Not even an empty data file fits: streamed through (`streamThrough`).
+            // Not even an empty data file fits: streamed through (`streamThrough`), if memory may.
+            guard let slot = memorySlots.take() else { throw error }
             storeValue = MemoryRangeStore()
+            memorySlot = slot
             refusedValue = error.description
             warningsValue = [streamedThrough(because: error)]
         }
@@ -273,9 +280,8 @@ final class RemoteResource: @unchecked Sendable {
             }
         } catch let error where CacheError.refusesWrites(error) {
             // The bytes could not be made durable (a full disk at the commit): readers look again,
-            // in memory (`streamThrough`).
-            streamThrough(from: target.0, because: error)
-            outcome = .done
+            // in memory (`streamThrough`), if memory may.
+            outcome = streamThrough(from: target.0, because: error) != nil ? .done : .failed(error)
         } catch {
             try? store.commit()  // what arrived before the failure is good
             outcome = .failed(error)
@@ -510,7 +516,7 @@ final class RemoteResource: @unchecked Sendable {
         } catch let error where CacheError.refusesWrites(error) {
             // The transfer ends as if newer content had come: its readers look again, and fetch
             // into memory what this one was bringing.
-            streamThrough(from: target.0, because: error)
+            guard streamThrough(from: target.0, because: error) != nil else { throw error }
             return false
         }
         condition.withLock { condition.broadcast() }
@@ -531,21 +537,25 @@ final class RemoteResource: @unchecked Sendable {
     /// generation, so that readers who read from the cache read on. Without them, nothing could
     /// compare the bytes to come with those read (`OverlapCheck` compares within one store):
     /// the memory store is a generation of its own, and such readers fail as on a version change.
-    /// Said once in the warnings, and told to `leftCache`.
-    @discardableResult
-    private func streamThrough(from cached: any RangeStore, because error: any Error) -> any RangeStore {
+    /// Said once in the warnings, and told to `leftCache`. Nil, and nothing moved, when the
+    /// session holds as many resources in memory as it may (`MemorySlots`).
+    private func streamThrough(from cached: any RangeStore, because error: any Error) -> (any RangeStore)? {
         let look = cached.peek(at: 0)  // the generation and validators in one look
         let proven = look.validators.etag != nil || look.validators.lastModified != nil
         let memory = MemoryRangeStore(continuing: proven ? look.generation : nil)
         _ = try? memory.applyValidators(look.validators, contentType: contentType, replacing: false)
+        // Taken before the look: a slot not used (another fetch moved it first) goes back as it goes.
+        let slot = memorySlots.take()
         let moved = condition.withLock { () -> (any RangeStore)? in
             guard storeValue === cached else { return storeValue }  // another fetch moved it first
+            guard let slot else { return nil }
             storeValue = memory
+            memorySlot = slot
             refusedValue = "\(error)"
             condition.broadcast()
-            return nil
+            return memory
         }
-        if let moved { return moved }
+        guard let moved, moved === memory else { return moved }
         let warning = streamedThrough(because: error)  // told to the log outside the lock
         condition.withLock { warningsValue.append(warning) }
         leftCache?(self)
@@ -572,8 +582,8 @@ final class RemoteResource: @unchecked Sendable {
         do {
             changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         } catch let error where CacheError.refusesWrites(error) {
-            changed = try streamThrough(from: store, because: error).applyValidators(
-                validators, contentType: info.contentType, replacing: replacing)
+            guard let memory = streamThrough(from: store, because: error) else { throw error }
+            changed = try memory.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         }
         condition.withLock {
             if let size = info.totalSize { sizeValue = size }

@@ -161,6 +161,45 @@ final class CacheRecoveryTests: CLITestCase {
         XCTAssertTrue(log.contains("warning: the cache cannot store"), "the service's log says so: \(log)")
     }
 
+    /// What a full disk sends through memory is bounded: a service holds 16 such resources at once
+    /// (up to 64 MiB each), and answers the next one with the cache's error until one is let go.
+    func testAFullDiskHoldsAtMostSixteenResourcesInMemory() throws {
+        let (nginx, _, _, _) = try populatedCache()
+        let first = try writeFile("www/m0.bin", randomBytes(6_000_000, seed: 23))
+        for n in 1...17 { try FileManager.default.linkItem(atPath: first, toPath: dir.file("www/m\(n).bin")) }
+        func url(_ n: Int) -> String {
+            "http://127.0.0.1:$PORT/v1/stream?url="
+                + (nginx.url("/m\(n).bin").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        }
+        let slow = (0..<16).map { n in
+            "curl -s --limit-rate 50K -o \"$SCRATCH/slow-\(n)\" \"\(url(n))\" & SLOW=\"$SLOW $!\""
+        }.joined(separator: "\n")
+        let steps = try inPrivateMounts(
+            """
+            MNT="$SCRATCH/mnt"; mkdir -p "$MNT"
+            mount -t tmpfs -o size=3m tmpfs "$MNT" || exit 90
+            "$MPROBE" serve --listen 127.0.0.1:0 --cache-dir "$MNT/cache" --allow-host 127.0.0.1 \
+                2>"$RESULTS/serve.err" & SERVE=$!
+            i=0; until grep -q "serving on" "$RESULTS/serve.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+            PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$RESULTS/serve.err" | grep -o '[0-9]*$')
+            dd if=/dev/zero of="$MNT/filler" bs=4096 >/dev/null 2>&1
+            SLOW=""
+            \(slow)
+            # Until each slow player has its first bytes: all 16 resources are in memory.
+            i=0; until [ $(find "$SCRATCH" -maxdepth 1 -name 'slow-*' -size +0 | wc -l) -ge 16 ] || [ $i -ge 300 ]; do
+                sleep 0.1; i=$((i + 1)); done
+            curl -s -o /dev/null -w '%{http_code}' "\(url(16))" >"$RESULTS/seventeenth.out"; echo 0 >"$RESULTS/seventeenth.status"
+            : >"$RESULTS/seventeenth.err"
+            kill $SLOW; wait $SLOW
+            # Once the slow players are gone, their slots come back.
+            i=0; until curl -sf -o "$RESULTS/after.out" "\(url(17))" || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+            echo $? >"$RESULTS/after.status"; : >"$RESULTS/after.err"
+            kill $SERVE; wait $SERVE; :
+            """)
+        XCTAssertEqual(try assertStep(steps, "seventeenth", 0).stdoutString, "500", "a 17th resource in memory is refused")
+        XCTAssertTrue(try assertStep(steps, "after", 0).stdout == randomBytes(6_000_000, seed: 23))
+    }
+
     /// Moving a corrupt index aside removes its data files first: they make room for the new index.
     func testGarbageIndexOnAFullDiskIsReplacedAndItsSpaceFreed() throws {
         let (nginx, a, _, data) = try populatedCache()
