@@ -26,7 +26,8 @@ final class CacheRecoveryTests: CLITestCase {
     }
 
     /// Runs `script` as root in a private mount namespace. In it, `run NAME ARGS...` runs mprobe and
-    /// keeps its status and output under NAME; `$CACHE` is the cache directory.
+    /// keeps its status and output under NAME, and `serve CACHE` starts `mprobe serve` (`$SERVE`,
+    /// `$PORT`); `$CACHE` is the cache directory.
     private func inPrivateMounts(_ script: String) throws -> [String: Step] {
         guard geteuid() == 0 else {
             throw TestSupportError.missingExecutable(path: "root", hint: "mounting needs root")
@@ -39,6 +40,13 @@ final class CacheRecoveryTests: CLITestCase {
         let prelude = """
             set -u
             run() { name=$1; shift; timeout 120 "$MPROBE" "$@" >"$RESULTS/$name.out" 2>"$RESULTS/$name.err"; echo $? >"$RESULTS/$name.status"; }
+            # serve CACHE: mprobe serve in the background ($SERVE), its log in serve.err, once it listens ($PORT).
+            serve() {
+                "$MPROBE" serve --listen 127.0.0.1:0 --cache-dir "$1" --allow-host 127.0.0.1 2>"$RESULTS/serve.err" &
+                SERVE=$!
+                i=0; until grep -q "serving on" "$RESULTS/serve.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+                PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$RESULTS/serve.err" | grep -o '[0-9]*$')
+            }
 
             """
         let shell = try runProcess(
@@ -139,10 +147,7 @@ final class CacheRecoveryTests: CLITestCase {
             mount -t tmpfs -o size=4m tmpfs "$MNT/room" || exit 92
             run fills cat \(nginx.url("/fills.bin")) --cache-dir "$MNT/room/cache"
             mount -t tmpfs -o size=4m tmpfs "$MNT/proxy" || exit 93
-            "$MPROBE" serve --listen 127.0.0.1:0 --cache-dir "$MNT/proxy/cache" --allow-host 127.0.0.1 \
-                2>"$RESULTS/serve.err" & SERVE=$!
-            i=0; until grep -q "serving on" "$RESULTS/serve.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
-            PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$RESULTS/serve.err" | grep -o '[0-9]*$')
+            serve "$MNT/proxy/cache"
             \(stream("proxy-fills"))
             \(stream("proxy-new"))
             kill $SERVE; wait $SERVE; echo $? >"$RESULTS/serve.status"; : >"$RESULTS/serve.out"
@@ -178,10 +183,7 @@ final class CacheRecoveryTests: CLITestCase {
             """
             MNT="$SCRATCH/mnt"; mkdir -p "$MNT"
             mount -t tmpfs -o size=3m tmpfs "$MNT" || exit 90
-            "$MPROBE" serve --listen 127.0.0.1:0 --cache-dir "$MNT/cache" --allow-host 127.0.0.1 \
-                2>"$RESULTS/serve.err" & SERVE=$!
-            i=0; until grep -q "serving on" "$RESULTS/serve.err" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
-            PORT=$(grep -o 'serving on http://127.0.0.1:[0-9]*' "$RESULTS/serve.err" | grep -o '[0-9]*$')
+            serve "$MNT/cache"
             dd if=/dev/zero of="$MNT/filler" bs=4096 >/dev/null 2>&1
             SLOW=""
             \(slow)

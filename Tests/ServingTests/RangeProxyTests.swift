@@ -158,15 +158,10 @@ final class RangeProxyTests: XCTestCase {
             XCTAssertEqual(reply.body, randomBytes(size, seed: 70 + UInt64(n)))
         }
         // Each is committed within a second of arriving, and eviction runs after a commit.
-        let deadline = Date().addingTimeInterval(10)
-        var stored: Int64 = .max
-        while Date() < deadline {
-            stored = Int64(try XCTUnwrap(try service.get("/v1/cache").json()["bytes"] as? Int))
-            if stored <= limit { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        XCTAssertLessThanOrEqual(stored, limit, "six 1 MB resources played once, a 2.5 MB cache")
-        XCTAssertGreaterThan(stored, 0)
+        func stored() -> Int64 { Int64((try? service.get("/v1/cache").json()["bytes"] as? Int) ?? Int.max) }
+        _ = waitUntil { stored() <= limit }
+        XCTAssertLessThanOrEqual(stored(), limit, "six 1 MB resources played once, a 2.5 MB cache")
+        XCTAssertGreaterThan(stored(), 0)
     }
 
     /// A cold read is sent from the data file as its bytes arrive; it is a miss all the same,
