@@ -66,6 +66,10 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
     case invalidURL(input: String, reason: String)
     /// Bytes that had to be kept (a prefetch) could not be.
     case notKept(input: String, reason: String)
+    /// Neither the cache (`reason`: it refused the bytes, or the resource is larger than its limit)
+    /// nor memory can take the resource now: the session streams `limit` resources through memory
+    /// already. Frees itself as their readers finish.
+    case memoryFull(input: String, reason: String, limit: Int)
 
     public var description: String {
         switch self {
@@ -81,6 +85,9 @@ public enum SourceError: Error, CustomStringConvertible, Equatable {
                 + "nothing of the new version was mixed in"
         case .invalidURL(let input, let reason): return "invalid URL \(input): \(reason)"
         case .notKept(let input, let reason): return "cannot keep \(input) in the cache: \(reason)"
+        case .memoryFull(let input, let reason, let limit):
+            return "cannot read \(input) now: the cache cannot hold it (\(reason)), and \(limit) resources are "
+                + "streamed through memory already; try again once one of them is read"
         }
     }
 }

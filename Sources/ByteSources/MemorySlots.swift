@@ -1,10 +1,11 @@
 import Synchronization
 
-/// How many resources a session may hold in memory at once because the cache refused their bytes
-/// (a full disk, a read-only cache: `RemoteResource.streamThrough`). Each may hold up to 64 MiB
-/// while it is read, so on a full disk a service streaming many different URLs would otherwise
-/// grow without bound: ten slow players of ten URLs took 712 MiB. Past the limit the cache's
-/// refusal is the reader's error, as before there was a way around it.
+/// How many resources a session may hold in memory at once: those the cache refused
+/// (a full disk, a read-only cache: `RemoteResource.streamThrough`) and those larger than its
+/// limit (`RemoteResource.moveToMemory`). Each may hold up to 64 MiB while it is read, so a
+/// service streaming many such URLs would otherwise grow without bound: on a full disk, ten slow
+/// players of ten URLs took 712 MiB. Past the limit the reader is told to try again
+/// (`SourceError.memoryFull`).
 final class MemorySlots: Sendable {
     let limit: Int
     private let taken = Atomic<Int>(0)

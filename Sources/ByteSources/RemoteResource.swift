@@ -17,7 +17,7 @@ final class RemoteResource: @unchecked Sendable {
     let fetcher: RangeFetcher
     let cache: ByteCache?
     private let notices: OriginNotices
-    /// Told when the resource leaves the cache for memory (`streamThrough`), after the fact.
+    /// Told when the resource leaves the cache for memory (`streamThrough`, `moveToMemory`), after the fact.
     private let leftCache: (@Sendable (RemoteResource) -> Void)?
     /// The session's bound on resources held in memory because the cache refused them.
     private let memorySlots: MemorySlots
@@ -51,7 +51,9 @@ final class RemoteResource: @unchecked Sendable {
             storeValue = try cache?.entry(for: url) ?? MemoryRangeStore()
         } catch let error as CacheError where error.refusesWrites {
             // Not even an empty data file fits: streamed through (`streamThrough`), if memory may.
-            guard let slot = memorySlots.take() else { throw error }
+            guard let slot = memorySlots.take() else {
+                throw SourceError.memoryFull(input: shown, reason: "\(error)", limit: memorySlots.limit)
+            }
             storeValue = MemoryRangeStore()
             memorySlot = slot
             refusedValue = error.description
@@ -281,7 +283,7 @@ final class RemoteResource: @unchecked Sendable {
         } catch let error where CacheError.refusesWrites(error) {
             // The bytes could not be made durable (a full disk at the commit): readers look again,
             // in memory (`streamThrough`), if memory may.
-            outcome = streamThrough(from: target.0, because: error) != nil ? .done : .failed(error)
+            outcome = streamThrough(from: target.0, because: error) != nil ? .done : .failed(memoryFull(because: error))
         } catch {
             try? store.commit()  // what arrived before the failure is good
             outcome = .failed(error)
@@ -516,7 +518,7 @@ final class RemoteResource: @unchecked Sendable {
         } catch let error where CacheError.refusesWrites(error) {
             // The transfer ends as if newer content had come: its readers look again, and fetch
             // into memory what this one was bringing.
-            guard streamThrough(from: target.0, because: error) != nil else { throw error }
+            guard streamThrough(from: target.0, because: error) != nil else { throw memoryFull(because: error) }
             return false
         }
         condition.withLock { condition.broadcast() }
@@ -562,6 +564,12 @@ final class RemoteResource: @unchecked Sendable {
         return memory
     }
 
+    /// What a reader is told when the cache refused this resource's bytes (`error`) and the session
+    /// holds as many resources in memory as it may: to try again once one of them is let go.
+    private func memoryFull(because error: any Error) -> SourceError {
+        .memoryFull(input: shown, reason: "\(error)", limit: memorySlots.limit)
+    }
+
     /// Why the cache refused this resource's bytes, when it did (they are streamed through).
     var refusal: String? { condition.withLock { refusedValue } }
 
@@ -582,7 +590,7 @@ final class RemoteResource: @unchecked Sendable {
         do {
             changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         } catch let error where CacheError.refusesWrites(error) {
-            guard let memory = streamThrough(from: store, because: error) else { throw error }
+            guard let memory = streamThrough(from: store, because: error) else { throw memoryFull(because: error) }
             changed = try memory.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         }
         condition.withLock {
@@ -611,12 +619,35 @@ final class RemoteResource: @unchecked Sendable {
             condition.withLock { warningsValue.append(notice) }
         }
         condition.withLock { condition.broadcast() }  // fetches waiting to learn whether there are validators
-        if let cache, let size = info.totalSize, !cache.canStore(size: size), self.store is CacheEntry {
-            let memory = MemoryRangeStore()
-            try memory.applyValidators(validators, contentType: info.contentType)
-            condition.withLock { storeValue = memory }
-            try cache.remove(url: url)
+        if let cache, let size = info.totalSize, !cache.canStore(size: size), let entry = self.store as? CacheEntry {
+            try moveToMemory(from: entry, validators: validators, contentType: info.contentType, cache: cache)
         }
+    }
+
+    /// A resource larger than the cache's limit is read through memory, in one of the session's
+    /// memory slots (`MemorySlots`), as one the cache refuses is: so that players of many such
+    /// URLs at once cannot take 64 MiB each without bound. None free: the reader is told to try
+    /// again shortly (`SourceError.memoryFull`), and the entry stays for the next reader to try.
+    private func moveToMemory(
+        from entry: CacheEntry, validators: ResourceValidators, contentType: String?, cache: ByteCache
+    ) throws {
+        guard let slot = memorySlots.take() else {
+            throw SourceError.memoryFull(
+                input: shown, reason: "it is larger than the cache's limit", limit: memorySlots.limit)
+        }
+        let memory = MemoryRangeStore()
+        try memory.applyValidators(validators, contentType: contentType)
+        let moved = condition.withLock {
+            guard storeValue === entry else { return false }  // another fetch moved it first
+            storeValue = memory
+            memorySlot = slot
+            return true
+        }
+        guard moved else { return }
+        // Off the warm list, which took it when it was opened, still in the cache: kept there,
+        // its memory and its slot would stay taken after its players left.
+        leftCache?(self)
+        try cache.remove(url: url)
     }
 }
 

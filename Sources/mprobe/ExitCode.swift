@@ -50,7 +50,7 @@ enum ExitCode: Int32, CaseIterable {
         case let e as SourceError:
             switch e {
             case .offlineMiss: return .offlineMiss
-            case .fileNotFound, .fileUnreadable, .notKept: return .localIO
+            case .fileNotFound, .fileUnreadable, .notKept, .memoryFull: return .localIO
             case .unsupportedInput, .invalidURL: return .usage
             case .inconsistentOrigin, .versionChanged: return .network
             }

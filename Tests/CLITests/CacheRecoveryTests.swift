@@ -167,7 +167,7 @@ final class CacheRecoveryTests: CLITestCase {
     }
 
     /// What a full disk sends through memory is bounded: a service holds 16 such resources at once
-    /// (up to 64 MiB each), and answers the next one with the cache's error until one is let go.
+    /// (up to 64 MiB each), and answers the next one 503 (try again) until one is let go.
     func testAFullDiskHoldsAtMostSixteenResourcesInMemory() throws {
         let (nginx, _, _, _) = try populatedCache()
         let first = try writeFile("www/m0.bin", randomBytes(6_000_000, seed: 23))
@@ -198,7 +198,8 @@ final class CacheRecoveryTests: CLITestCase {
             echo $? >"$RESULTS/after.status"; : >"$RESULTS/after.err"
             kill $SERVE; wait $SERVE; :
             """)
-        XCTAssertEqual(try assertStep(steps, "seventeenth", 0).stdoutString, "500", "a 17th resource in memory is refused")
+        XCTAssertEqual(
+            try assertStep(steps, "seventeenth", 0).stdoutString, "503", "a 17th resource in memory waits its turn")
         XCTAssertTrue(try assertStep(steps, "after", 0).stdout == randomBytes(6_000_000, seed: 23))
     }
 

@@ -164,6 +164,45 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertGreaterThan(stored(), 0)
     }
 
+    /// A resource larger than the cache's limit is read through memory (up to 64 MiB each): the
+    /// service holds 16 such at once, answers the next 503 (try again), and takes more once their
+    /// players hang up. Before, players of many such URLs at once took memory without bound.
+    func testResourcesLargerThanTheCacheTakeAtMostSixteenMemorySlots() throws {
+        let size = 2_000_000
+        let origin = try FaultServer()
+        // Each stalls after its first bytes, so its resource stays in memory while its player waits.
+        for n in 0...16 {
+            origin.route(
+                "/s\(n).mp4", .stall(afterBytes: 100_000, seconds: 30, then: .serve(body: randomBytes(size, seed: 80))))
+        }
+        origin.route("/after.mp4", .serve(body: randomBytes(size, seed: 81)))
+        let service = try ServiceHarness(maxCacheBytes: 1_000_000)
+        defer { service.stop() }
+        func target(_ path: String) -> String {
+            "/v1/stream?url=" + (origin.url(path).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        }
+        var players: [RawHTTPConnection] = []
+        for n in 0..<16 {
+            let player = try RawHTTPConnection(port: service.service.port)
+            player.get(target("/s\(n).mp4"))
+            let head = String(decoding: player.read(atLeast: 64, timeout: 10).prefix(12), as: UTF8.self)
+            XCTAssertEqual(head, "HTTP/1.1 200", "player \(n)")
+            players.append(player)
+        }
+        let seventeenth = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/s16.mp4")))
+        XCTAssertEqual(seventeenth.status, 503, seventeenth.text)
+        XCTAssertEqual(seventeenth.headers["retry-after"], "1")
+        XCTAssertTrue(seventeenth.text.contains("streamed through memory already"), seventeenth.text)
+        players = []  // they hang up: their fetches stop and their slots come back
+        var after: HTTPReply?
+        let served = waitUntil {
+            after = try? HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/after.mp4")))
+            return after?.status == 200
+        }
+        XCTAssertTrue(served, "\(after?.status ?? 0): \(after?.text.prefix(300) ?? "")")
+        XCTAssertTrue(after?.body == randomBytes(size, seed: 81))
+    }
+
     /// A cold read is sent from the data file as its bytes arrive; it is a miss all the same,
     /// and the bytes it brought count as fetched once: the hit ratio an operator reads says
     /// how much the origin was spared.

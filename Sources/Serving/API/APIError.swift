@@ -73,6 +73,8 @@ struct APIError: Error {
                 self = APIError(status: 502, code: "origin_error", message: e.description)
             case .offlineMiss, .fileNotFound, .fileUnreadable, .notKept:
                 self = APIError(status: 500, code: "cache_error", message: e.description)
+            case .memoryFull:
+                self = APIError(status: 503, code: "unavailable", message: e.description)
             }
         case let e as MediaError:
             self =
