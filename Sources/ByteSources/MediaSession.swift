@@ -218,8 +218,8 @@ private final class ResourceRegistry: Sendable {
         return !released.isEmpty
     }
 
-    /// Takes `resource` off the warm list: its bytes went from the disk to memory (a full disk),
-    /// and memory, up to 64 MiB a resource, is not kept for later.
+    /// Takes `resource` off the warm list: its bytes went from the disk to memory (a full disk, or
+    /// a resource larger than the cache), and memory, up to 64 MiB a resource, is not kept for later.
     func forgetWarm(_ resource: RemoteResource) {
         letGo(state.withLock { s in s.warm.drain { $0 === resource } })
     }

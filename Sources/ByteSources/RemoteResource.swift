@@ -17,9 +17,11 @@ final class RemoteResource: @unchecked Sendable {
     let fetcher: RangeFetcher
     let cache: ByteCache?
     private let notices: OriginNotices
-    /// Told when the resource leaves the cache for memory (`streamThrough`, `moveToMemory`), after the fact.
+    /// Told when the resource leaves the cache for memory (`streamThrough`, `moveToMemory`), after
+    /// the fact.
     private let leftCache: (@Sendable (RemoteResource) -> Void)?
-    /// The session's bound on resources held in memory because the cache refused them.
+    /// The session's bound on resources held in memory: those the cache refused, and those larger
+    /// than its limit.
     private let memorySlots: MemorySlots
 
     // Guarded by `condition`, which is also signalled whenever bytes are stored or a fetch ends.
@@ -31,7 +33,7 @@ final class RemoteResource: @unchecked Sendable {
     private var locationValue: String?
     private var running: [RunningFetch] = []
     /// Why its bytes are streamed through rather than kept, when the cache refused them; and the
-    /// memory slot it holds meanwhile.
+    /// memory slot it holds while in memory (refused, or larger than the cache's limit).
     private var refusedValue: String?
     private var memorySlot: MemorySlots.Slot?
 
@@ -194,6 +196,13 @@ final class RemoteResource: @unchecked Sendable {
         let claim: FetchClaim
         let range: Range<Int64>
         do {
+            // Known to be larger than the cache (an earlier reader found no memory slot for it):
+            // into memory, or refused again, before the origin is asked.
+            if let cache, let entry = store as? CacheEntry, let size = entry.validators.size,
+                !cache.canStore(size: size)
+            {
+                try moveToMemory(from: entry, validators: entry.validators, contentType: contentType, cache: cache)
+            }
             guard let (claimed, missing) = try claimMissing(fetch) else {
                 finish(fetch, .done)  // stored meanwhile, by another fetch: readers look again
                 return
@@ -627,21 +636,23 @@ final class RemoteResource: @unchecked Sendable {
     /// A resource larger than the cache's limit is read through memory, in one of the session's
     /// memory slots (`MemorySlots`), as one the cache refuses is: so that players of many such
     /// URLs at once cannot take 64 MiB each without bound. None free: the reader is told to try
-    /// again shortly (`SourceError.memoryFull`), and the entry stays for the next reader to try.
+    /// again shortly (`SourceError.memoryFull`), and the entry, which now knows the size, stays
+    /// for the next fetch to try before it asks the origin (`run`).
     private func moveToMemory(
         from entry: CacheEntry, validators: ResourceValidators, contentType: String?, cache: ByteCache
     ) throws {
-        guard let slot = memorySlots.take() else {
-            throw SourceError.memoryFull(
-                input: shown, reason: "it is larger than the cache's limit", limit: memorySlots.limit)
-        }
         let memory = MemoryRangeStore()
         try memory.applyValidators(validators, contentType: contentType)
-        let moved = condition.withLock {
+        let slot = memorySlots.take()
+        let moved = condition.withLock { () -> Bool? in
             guard storeValue === entry else { return false }  // another fetch moved it first
+            guard let slot else { return nil }
             storeValue = memory
             memorySlot = slot
             return true
+        }
+        guard let moved else {
+            throw SourceError.memoryFull(input: shown, reason: RemoteResource.tooLarge, limit: memorySlots.limit)
         }
         guard moved else { return }
         // Off the warm list, which took it when it was opened, still in the cache: kept there,
@@ -649,6 +660,8 @@ final class RemoteResource: @unchecked Sendable {
         leftCache?(self)
         try cache.remove(url: url)
     }
+
+    private static let tooLarge = "it is larger than the cache's limit"
 }
 
 /// A wait for another holder's claim (`RemoteResource.claimMissing`): looked at about once a second,

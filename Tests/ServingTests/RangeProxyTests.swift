@@ -193,6 +193,10 @@ final class RangeProxyTests: XCTestCase {
         XCTAssertEqual(seventeenth.status, 503, seventeenth.text)
         XCTAssertEqual(seventeenth.headers["retry-after"], "1")
         XCTAssertTrue(seventeenth.text.contains("streamed through memory already"), seventeenth.text)
+        // Asked again, it is refused without asking the origin: the size is known by now.
+        let again = try HTTPClient.request("GET", service.url("/v1/stream", origin: origin.url("/s16.mp4")))
+        XCTAssertEqual(again.status, 503, again.text)
+        XCTAssertEqual(origin.requests.filter { $0.path == "/s16.mp4" }.count, 1)
         players = []  // they hang up: their fetches stop and their slots come back
         var after: HTTPReply?
         let served = waitUntil {
