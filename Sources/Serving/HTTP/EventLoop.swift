@@ -2,9 +2,9 @@ import CSockets
 import Foundation
 import Synchronization
 
-/// One event loop: a thread waiting in epoll on its share of the connections, which it accepts
-/// from the shared listening socket (EPOLLEXCLUSIVE wakes one loop per connection), reads, answers
-/// and writes. Workers hand results back with `post`. Everything but `posted` is touched on the
+/// One event loop: a thread waiting in epoll on its share of the connections, which it reads,
+/// answers and writes. It accepts from the shared listening socket (EPOLLEXCLUSIVE wakes one loop
+/// per connection) and hands each new connection to the loop holding the fewest. Workers hand results back with `post`. Everything but `posted` is touched on the
 /// loop's own thread only.
 final class EventLoop: @unchecked Sendable {
     /// Longest request head read (a URL of 8 KiB percent-encoded is 24 KiB): past it, 431.
@@ -28,6 +28,9 @@ final class EventLoop: @unchecked Sendable {
     private let posted = Mutex<(queue: [@Sendable () -> Void], ended: Bool)>(([], false))
 
     private var connections: [Int32: HTTPConnection] = [:]
+    /// How many connections the loop holds (or has been handed and not yet taken up): read by the
+    /// loop that accepts a new one, which gives it to the loop holding the fewest (`acceptOne`).
+    let held = Atomic<Int>(0)
     private var listening = true
     private var pausedUntil: Double?
     private var stopDeadline: Double?
@@ -59,17 +62,19 @@ final class EventLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the loop's thread, soon.
-    func post(_ work: @escaping @Sendable () -> Void) {
-        let first = posted.withLock { posted in
-            guard !posted.ended else { return false }
+    /// Runs `work` on the loop's thread, soon; false, and it never runs, once the loop has ended.
+    @discardableResult
+    func post(_ work: @escaping @Sendable () -> Void) -> Bool {
+        let (taken, first) = posted.withLock { posted in
+            guard !posted.ended else { return (false, false) }
             posted.queue.append(work)
-            return posted.queue.count == 1
+            return (true, posted.queue.count == 1)
         }
         if first {
             var one: UInt64 = 1
             _ = write(wake, &one, 8)
         }
+        return taken
     }
 
     /// Stops accepting; `done` is told once the loop has let the listening socket go.
@@ -113,8 +118,15 @@ final class EventLoop: @unchecked Sendable {
             if let deadline = stopDeadline, connections.isEmpty || now >= deadline { break }
         }
         for connection in Array(connections.values) { hangUp(connection) }
-        drainPosted()
-        posted.withLock { $0.ended = true }
+        // Ended and drained in one step, so that no work (a connection handed over) is posted
+        // after the last look and lost.
+        for work in posted.withLock({ posted in
+            posted.ended = true
+            defer { posted.queue = [] }
+            return posted.queue
+        }) {
+            work()
+        }
         Glibc.close(epoll)
         Glibc.close(wake)
         scratch.deallocate()
@@ -201,10 +213,35 @@ final class EventLoop: @unchecked Sendable {
             Glibc.close(fd)
             return
         }
+        let peer = numericHost(address)
+        // Held by the loop that holds the fewest. The loop a connection wakes is one that was
+        // waiting, so without this the idle loop took most of a burst: wrk's 200 connections
+        // went 44 to 160 between two loops, and the 160 waited the longer (p99).
+        let fewest = core.loops.withLock { loops in
+            loops.min { $0.held.load(ordering: .relaxed) < $1.held.load(ordering: .relaxed) }
+        }
+        if let fewest, fewest !== self, fewest.held.load(ordering: .relaxed) < held.load(ordering: .relaxed) {
+            fewest.held.add(1, ordering: .relaxed)  // counted now, so that a burst is shared as it comes
+            if fewest.post({ fewest.adopt(fd, peer: peer) }) { return }
+            fewest.held.subtract(1, ordering: .relaxed)  // it has ended (a stop): kept here
+        }
+        held.add(1, ordering: .relaxed)
+        adopt(fd, peer: peer)
+    }
+
+    /// Takes up a connection accepted (by this loop or another), already counted in `held`; one
+    /// handed over while the loop stops is closed.
+    private func adopt(_ fd: Int32, peer: String) {
+        guard stopDeadline == nil else {
+            Glibc.close(fd)
+            held.subtract(1, ordering: .relaxed)
+            core.open.subtract(1, ordering: .relaxed)
+            return
+        }
         var on: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         let connection = HTTPConnection(
-            fd: fd, id: core.nextID.add(1, ordering: .relaxed).newValue, peer: numericHost(address), now: now)
+            fd: fd, id: core.nextID.add(1, ordering: .relaxed).newValue, peer: peer, now: now)
         connections[fd] = connection
         setInterest(connection, EventLoop.readable)
         core.connections.opened(connection.id, fd: fd, client: connection.peer)
@@ -424,7 +461,7 @@ final class EventLoop: @unchecked Sendable {
         while true {
             if exchange.outSent < exchange.out.count {
                 // Sent at once, as nginx does. Held for the body with MSG_MORE it cost, at 200
-                // connections of cached ranges, about 20 µs more kernel time per request and a
+                // connections of cached ranges, about 25 µs more kernel time per request and a
                 // p99 of 30–58 ms against 25–34 ms (docs/benchmarks.md).
                 let n = exchange.out.withUnsafeBytes { bytes in
                     send(
@@ -590,6 +627,7 @@ final class EventLoop: @unchecked Sendable {
         }
         setInterest(connection, nil)
         connections[connection.fd] = nil
+        held.subtract(1, ordering: .relaxed)
         core.connections.closed(connection.id)
         connection.socket.close()
         core.open.subtract(1, ordering: .relaxed)

@@ -98,6 +98,7 @@ public final class HTTPServer: Sendable {
             Glibc.close(listener.fd)
             throw error
         }
+        core.loops.withLock { $0 = loops }
         self.core = core
         self.loops = loops
         self.host = host
@@ -130,6 +131,7 @@ public final class HTTPServer: Sendable {
         let stopped = DispatchSemaphore(value: 0)
         for loop in loops { loop.stop(stopped) }
         for _ in loops { stopped.wait() }
+        core.loops.withLock { $0 = [] }
         core.connections.stop()
         core.workers.stop()
     }
@@ -149,6 +151,9 @@ final class ServerCore: Sendable {
     let open = Atomic<Int>(0)
     /// Connection ids, for `ConnectionTable`.
     let nextID = Atomic<UInt>(0)
+    /// The loops, once all are made, among which a new connection goes to the one holding the
+    /// fewest (`EventLoop.acceptOne`); let go at the stop, since each holds the core too.
+    let loops = Mutex<[EventLoop]>([])
 
     init(
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse?,
