@@ -321,7 +321,8 @@ cache_table("one", ["seconds", "origin requests", "origin bytes ÷ size"], [
 ])
 one = {s: [float(r[3]) for r in rows if r[0] == "one" and r[1] == s] for s in servers}
 print()
-print("mprobe ÷ Varnish, seconds: " + span([m / v for m, v in zip(one["mprobe"], one["varnish"])], "{:.2f}"))
+to_varnish = [m / v for m, v in zip(one["mprobe"], one["varnish"])]
+print("mprobe ÷ Varnish, seconds: " + span(to_varnish, "{:.2f}") + f" (median {statistics.median(to_varnish):.2f})")
 print()
 print(f"## 20 cold readers of one new URL at once, each reading the whole file, {repeats} repeats")
 print()
