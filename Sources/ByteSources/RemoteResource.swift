@@ -292,7 +292,8 @@ final class RemoteResource: @unchecked Sendable {
         } catch let error where CacheError.refusesWrites(error) {
             // The bytes could not be made durable (a full disk at the commit): readers look again,
             // in memory (`streamThrough`), if memory may.
-            outcome = streamThrough(from: target.0, because: error) != nil ? .done : .failed(memoryFull(because: error))
+            outcome =
+                streamThrough(from: target.0, because: error) != nil ? .done : .failed(memoryFull(because: error))
         } catch {
             try? store.commit()  // what arrived before the failure is good
             outcome = .failed(error)
@@ -527,7 +528,9 @@ final class RemoteResource: @unchecked Sendable {
         } catch let error where CacheError.refusesWrites(error) {
             // The transfer ends as if newer content had come: its readers look again, and fetch
             // into memory what this one was bringing.
-            guard streamThrough(from: target.0, because: error) != nil else { throw memoryFull(because: error) }
+            guard streamThrough(from: target.0, because: error) != nil else {
+                throw memoryFull(because: error)
+            }
             return false
         }
         condition.withLock { condition.broadcast() }
@@ -599,7 +602,9 @@ final class RemoteResource: @unchecked Sendable {
         do {
             changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         } catch let error where CacheError.refusesWrites(error) {
-            guard let memory = streamThrough(from: store, because: error) else { throw memoryFull(because: error) }
+            guard let memory = streamThrough(from: store, because: error) else {
+                throw memoryFull(because: error)
+            }
             changed = try memory.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         }
         condition.withLock {

@@ -4,8 +4,9 @@ import Synchronization
 
 /// One event loop: a thread waiting in epoll on its share of the connections, which it reads,
 /// answers and writes. It accepts from the shared listening socket (EPOLLEXCLUSIVE wakes one loop
-/// per connection) and hands each new connection to the loop holding the fewest. Workers hand results back with `post`. Everything but `posted` is touched on the
-/// loop's own thread only.
+/// per connection) and hands each new connection to the loop holding the fewest. Workers hand
+/// results back with `post`. Everything but `posted` and `held` is touched on the loop's own
+/// thread only.
 final class EventLoop: @unchecked Sendable {
     /// Longest request head read (a URL of 8 KiB percent-encoded is 24 KiB): past it, 431.
     static let maxHead = 64 << 10

@@ -12,7 +12,8 @@ import Synchronization
 /// `WorkerPool` thread while the connection is set aside (out of epoll). A body from a file goes
 /// by one `sendfile` per socket's worth, after the head (sent on its own, as nginx does: held for
 /// the body with MSG_MORE it cost more CPU and latency); a streamed body is read on the loop while
-/// bytes are ready and waited for on a worker when they are not. `ConnectionTable` keeps any one client from holding all connections.
+/// bytes are ready and waited for on a worker when they are not. `ConnectionTable` keeps any one
+/// client from holding all connections.
 ///
 /// Why not libmicrohttpd, which served here before: it sends files in 128 KiB sendfile calls
 /// with TCP_CORK toggled between them, which halved the throughput of cached ranges on
