@@ -293,7 +293,7 @@ final class RemoteResource: @unchecked Sendable {
             // The bytes could not be made durable (a full disk at the commit): readers look again,
             // in memory (`streamThrough`), if memory may.
             outcome =
-                streamThrough(from: target.0, because: error) != nil ? .done : .failed(memoryFull(because: error))
+                streamThrough(from: target.0, because: error) != nil ? .done : .failed(memoryFull("\(error)"))
         } catch {
             try? store.commit()  // what arrived before the failure is good
             outcome = .failed(error)
@@ -529,7 +529,7 @@ final class RemoteResource: @unchecked Sendable {
             // The transfer ends as if newer content had come: its readers look again, and fetch
             // into memory what this one was bringing.
             guard streamThrough(from: target.0, because: error) != nil else {
-                throw memoryFull(because: error)
+                throw memoryFull("\(error)")
             }
             return false
         }
@@ -576,10 +576,11 @@ final class RemoteResource: @unchecked Sendable {
         return memory
     }
 
-    /// What a reader is told when the cache refused this resource's bytes (`error`) and the session
-    /// holds as many resources in memory as it may: to try again once one of them is let go.
-    private func memoryFull(because error: any Error) -> SourceError {
-        .memoryFull(input: shown, reason: "\(error)", limit: memorySlots.limit)
+    /// What a reader is told when the cache cannot hold this resource (`reason`: its refusal, or
+    /// the resource's size) and the session holds as many resources in memory as it may: to try
+    /// again once one of them is let go.
+    private func memoryFull(_ reason: String) -> SourceError {
+        .memoryFull(input: shown, reason: reason, limit: memorySlots.limit)
     }
 
     /// Why the cache refused this resource's bytes, when it did (they are streamed through).
@@ -603,7 +604,7 @@ final class RemoteResource: @unchecked Sendable {
             changed = try store.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         } catch let error where CacheError.refusesWrites(error) {
             guard let memory = streamThrough(from: store, because: error) else {
-                throw memoryFull(because: error)
+                throw memoryFull("\(error)")
             }
             changed = try memory.applyValidators(validators, contentType: info.contentType, replacing: replacing)
         }
@@ -657,7 +658,7 @@ final class RemoteResource: @unchecked Sendable {
             return true
         }
         guard let moved else {
-            throw SourceError.memoryFull(input: shown, reason: RemoteResource.tooLarge, limit: memorySlots.limit)
+            throw memoryFull("it is larger than the cache's limit")
         }
         guard moved else { return }
         // Off the warm list, which took it when it was opened, still in the cache: kept there,
@@ -665,8 +666,6 @@ final class RemoteResource: @unchecked Sendable {
         leftCache?(self)
         try cache.remove(url: url)
     }
-
-    private static let tooLarge = "it is larger than the cache's limit"
 }
 
 /// A wait for another holder's claim (`RemoteResource.claimMissing`): looked at about once a second,
